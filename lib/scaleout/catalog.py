@@ -1,0 +1,377 @@
+"""Catalog: GPUs, scale-up systems and models, loaded from ``data/*.toml``.
+
+Every figure in ``data/`` carries its source (an entry's ``source``, and
+``sources.<field>`` where one field comes from elsewhere) and its meaning is
+fixed by the field's name and the unit documented on the dataclass below:
+FLOP/s are *dense* (no 2:4 sparsity), bandwidths are *per direction*,
+capacities are in GiB.
+
+Loading validates every entry and fails with a ``ValueError`` that names the
+file, the entry and the field. Functions that take a GPU or a model accept
+either a catalog name (``"H100"``, ``"gpt3-175b"``; close matches are
+suggested on a typo) or a user-defined :class:`GPU` / :class:`ModelSpec`
+(or a ``dict`` of their fields).
+
+Taught in ``notebooks/01_scale_up_limits.ipynb``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .checks import close_matches
+
+__all__ = [
+    "DATA_DIR",
+    "GPU",
+    "ModelSpec",
+    "System",
+    "gpu",
+    "gpu_names",
+    "gpus",
+    "load_entries",
+    "model",
+    "model_names",
+    "models",
+    "system",
+    "system_names",
+    "systems",
+]
+
+#: Where the catalogs live (``<repo>/data``); the package is installed editable from ``lib/``.
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+
+
+def _f(unit: str, doc: str, **kw) -> Any:
+    """A dataclass field that documents its unit and meaning (read by the loader)."""
+    return field(metadata={"unit": unit, "doc": doc}, **kw)
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator, as its vendor's datasheet describes it."""
+
+    name: str = _f("", "catalog name")
+    vendor: str = _f("", "maker")
+    year: int = _f("year", "year of general availability")
+    hbm_gib: float = _f("GiB", "HBM capacity as marketed (vendors' 'GB' for HBM are binary GiB)")
+    hbm_gbytes_s: float = _f("GB/s", "HBM bandwidth, 10**9 bytes per second")
+    bf16_dense_tflops: float = _f("TFLOP/s", "peak dense BF16/FP16 tensor-core rate (no sparsity)")
+    scaleup_gbytes_s: float = _f(
+        "GB/s", "scale-up link (NVLink, Infinity Fabric) per GPU, per direction"
+    )
+    scaleup_link: str = _f("", "scale-up link technology, e.g. 'NVLink 4'")
+    scaleup_domain_gpus: int = _f("GPUs", "GPUs in one scale-up (NVLink) domain as usually built")
+    tdp_w: float = _f("W", "maximum board power")
+    source: str = _f("", "where these figures come from")
+    fp8_dense_tflops: float | None = _f(
+        "TFLOP/s", "peak dense FP8 tensor-core rate; None if unsupported", default=None
+    )
+    aliases: tuple[str, ...] = _f("", "other names this GPU is found by", default=())
+    notes: str = _f("", "what a reader should know about these figures", default="")
+    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _validate(self, "GPU")
+
+    @property
+    def hbm_bytes(self) -> float:
+        """HBM capacity in bytes."""
+        from .units import GIB
+
+        return self.hbm_gib * GIB
+
+    @property
+    def bf16_dense_flops(self) -> float:
+        """Peak dense BF16 FLOP/s."""
+        return self.bf16_dense_tflops * 1e12
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer's shape.
+
+    ``n_kv_heads`` < ``n_heads`` is grouped-query attention; ``gated_mlp`` is a
+    SwiGLU-style MLP with three weight matrices; ``biases`` and
+    ``learned_positions`` describe GPT-2/3-style models.
+    """
+
+    name: str = _f("", "catalog name")
+    n_layers: int = _f("", "transformer layers l")
+    hidden: int = _f("", "model width h")
+    n_heads: int = _f("", "attention heads a")
+    vocab: int = _f("tokens", "vocabulary size V")
+    seq_len: int = _f("tokens", "training sequence length s")
+    source: str = _f("", "where the shape comes from")
+    n_kv_heads: int | None = _f("", "key/value heads (GQA); None means n_heads", default=None)
+    ffn_hidden: int | None = _f("", "MLP inner width; None means 4h", default=None)
+    gated_mlp: bool = _f("", "SwiGLU-style MLP (three matrices) instead of two", default=False)
+    tied_embeddings: bool = _f("", "output layer shares the input embedding", default=True)
+    learned_positions: bool = _f("", "learned position embedding of s x h", default=True)
+    biases: bool = _f("", "linear layers and norms carry biases (GPT-2/3 style)", default=True)
+    family: str = _f("", "model family", default="")
+    year: int | None = _f("year", "year the model was published", default=None)
+    params_published: float | None = _f(
+        "parameters", "parameter count stated by the source", default=None
+    )
+    aliases: tuple[str, ...] = _f("", "other names", default=())
+    notes: str = _f("", "remarks", default="")
+    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _validate(self, "ModelSpec")
+        kv = self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+        if self.hidden % self.n_heads:
+            raise ValueError(
+                f"model {self.name!r}: hidden={self.hidden} must be a multiple of "
+                f"n_heads={self.n_heads}"
+            )
+        if self.n_heads % kv:
+            raise ValueError(
+                f"model {self.name!r}: n_kv_heads={kv} must divide n_heads={self.n_heads}"
+            )
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads (equal to ``n_heads`` without GQA)."""
+        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+
+    @property
+    def ffn(self) -> int:
+        """MLP inner width (4h unless the model says otherwise)."""
+        return self.ffn_hidden if self.ffn_hidden is not None else 4 * self.hidden
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head, h / a."""
+        return self.hidden // self.n_heads
+
+    def replace(self, **changes) -> ModelSpec:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class System:
+    """A scale-up domain as sold: GPUs joined by one NVLink (or Infinity Fabric) fabric."""
+
+    name: str = _f("", "catalog name")
+    gpu: str = _f("", "the GPU's catalog name")
+    gpus: int = _f("GPUs", "GPUs in the scale-up domain")
+    year: int = _f("year", "year of general availability")
+    source: str = _f("", "where the figures come from")
+    aliases: tuple[str, ...] = _f("", "other names", default=())
+    notes: str = _f("", "remarks", default="")
+    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _validate(self, "System")
+
+
+# --------------------------------------------------------------------------- validation
+_NUMERIC = (int, float)
+
+
+def _expected_types(tp) -> tuple[type, ...]:
+    text = str(tp)
+    kinds: list[type] = []
+    if "bool" in text:
+        kinds.append(bool)
+    if "int" in text:
+        kinds.append(int)
+    if "float" in text:
+        kinds.extend([int, float])
+    if "str" in text and "dict" not in text and "tuple" not in text:
+        kinds.append(str)
+    if "tuple" in text:
+        kinds.extend([tuple, list])
+    if "dict" in text:
+        kinds.append(dict)
+    return tuple(kinds)
+
+
+def _validate(obj, kind: str) -> None:
+    """Check types and signs of a spec's fields; raise ``ValueError`` naming the field."""
+    label = f"{kind} {getattr(obj, 'name', '?')!r}"
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if value is None and "None" in str(f.type):
+            continue
+        expected = _expected_types(f.type)
+        ok = isinstance(value, expected) and not (
+            isinstance(value, bool) and bool not in expected
+        )
+        if not ok:
+            names = sorted({t.__name__ for t in expected})
+            raise ValueError(
+                f"{label}: field {f.name!r} must be {' or '.join(names)}, got {value!r}"
+            )
+        if isinstance(value, _NUMERIC) and not isinstance(value, bool):
+            if value <= 0:
+                raise ValueError(f"{label}: field {f.name!r} must be > 0, got {value!r}")
+        if f.name in ("name", "source") and not str(value).strip():
+            raise ValueError(f"{label}: field {f.name!r} must not be empty")
+    if isinstance(obj.aliases, list):
+        object.__setattr__(obj, "aliases", tuple(obj.aliases))
+
+
+def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
+    """Load ``[[table]]`` entries of a TOML file into ``cls`` instances, keyed by name.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, the entry and the field: a missing or unknown field,
+        a wrong type, a non-positive figure, a duplicate name, malformed TOML.
+    """
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: catalog file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML ({exc})") from None
+    entries = raw.get(table)
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{path}: expected one or more [[{table}]] entries")
+    known = {f.name for f in dataclasses.fields(cls)}
+    required = {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    out: dict[str, Any] = {}
+    for i, entry in enumerate(entries, start=1):
+        where = f"{path.name}: [[{table}]] entry {i} ({entry.get('name', '<no name>')!r})"
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            bad = unknown[0]
+            near = close_matches(bad, known)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"{where}: unknown field {bad!r}{hint}")
+        missing = sorted(required - set(entry))
+        if missing:
+            raise ValueError(f"{where}: missing field {missing[0]!r}")
+        for key, src in entry.get("sources", {}).items():
+            if key not in known:
+                raise ValueError(f"{where}: sources names unknown field {key!r}")
+            if not isinstance(src, str) or not src.strip():
+                raise ValueError(f"{where}: sources.{key} must be a non-empty string")
+        try:
+            obj = cls(**{k: tuple(v) if k == "aliases" else v for k, v in entry.items()})
+        except ValueError as exc:
+            detail = str(exc).split(": ", 1)[-1]
+            raise ValueError(f"{where}: {detail}") from None
+        if obj.name in out:
+            raise ValueError(f"{where}: duplicate name {obj.name!r}")
+        out[obj.name] = obj
+    return out
+
+
+# --------------------------------------------------------------------------- lookups
+@functools.cache
+def _gpus() -> dict[str, GPU]:
+    return load_entries(DATA_DIR / "gpus.toml", "gpu", GPU)
+
+
+@functools.cache
+def _models() -> dict[str, ModelSpec]:
+    return load_entries(DATA_DIR / "models.toml", "model", ModelSpec)
+
+
+@functools.cache
+def _systems() -> dict[str, System]:
+    found = load_entries(DATA_DIR / "systems.toml", "system", System)
+    for s in found.values():
+        if s.gpu not in _gpus():
+            raise ValueError(f"systems.toml: system {s.name!r}: gpu {s.gpu!r} is not in gpus.toml")
+    return found
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _lookup(kind: str, table: dict, key):
+    index: dict[str, str] = {}
+    for name, obj in table.items():
+        for alias in (name, *obj.aliases):
+            index.setdefault(_norm(alias), name)
+    hit = index.get(_norm(str(key)))
+    if hit is not None:
+        return table[hit]
+    choices = [alias for obj in table.values() for alias in (obj.name, *obj.aliases)]
+    near = close_matches(str(key), choices)
+    hint = f"did you mean {' or '.join(map(repr, near))}?" if near else f"known: {', '.join(table)}"
+    raise ValueError(f"{kind} {key!r} is not in the catalog; {hint}")
+
+
+def gpu(spec: str | GPU | dict) -> GPU:
+    """A GPU by catalog name or alias (``"H100"``, ``"a100-80gb"``), or a user-defined one.
+
+    Parameters
+    ----------
+    spec
+        A name, a :class:`GPU`, or a ``dict`` of :class:`GPU` fields.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, with close matches suggested.
+    """
+    if isinstance(spec, GPU):
+        return spec
+    if isinstance(spec, dict):
+        return GPU(**{"source": "user-defined", **spec})
+    return _lookup("gpu", _gpus(), spec)
+
+
+def model(spec: str | ModelSpec | dict) -> ModelSpec:
+    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or a user-defined one."""
+    if isinstance(spec, ModelSpec):
+        return spec
+    if isinstance(spec, dict):
+        return ModelSpec(**{"source": "user-defined", "name": "custom", **spec})
+    return _lookup("model", _models(), spec)
+
+
+def system(spec: str | System) -> System:
+    """A scale-up system (``"DGX H100"``, ``"GB200 NVL72"``) by name or alias."""
+    if isinstance(spec, System):
+        return spec
+    return _lookup("system", _systems(), spec)
+
+
+def gpus() -> list[GPU]:
+    """Every catalog GPU, oldest first."""
+    return sorted(_gpus().values(), key=lambda g: (g.year, g.name))
+
+
+def models() -> list[ModelSpec]:
+    """Every catalog model, in file order."""
+    return list(_models().values())
+
+
+def systems() -> list[System]:
+    """Every catalog scale-up system, oldest first."""
+    return sorted(_systems().values(), key=lambda s: (s.year, s.name))
+
+
+def gpu_names() -> list[str]:
+    """Catalog GPU names, oldest first."""
+    return [g.name for g in gpus()]
+
+
+def model_names() -> list[str]:
+    """Catalog model names, in file order."""
+    return [m.name for m in models()]
+
+
+def system_names() -> list[str]:
+    """Catalog system names."""
+    return [s.name for s in systems()]

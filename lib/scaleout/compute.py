@@ -1,0 +1,148 @@
+"""Compute: FLOPs of training, MFU and HFU, and training time.
+
+Sources
+-------
+* Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on
+  GPU Clusters Using Megatron-LM" (arXiv 2104.04473), Sec. 5.1: Eq. 3 (FLOPs
+  per iteration) and Eq. 4 (end-to-end training time).
+* Chowdhery et al. 2022, "PaLM" (arXiv 2204.02311), Appendix B: model FLOPs
+  utilisation (MFU) counts ``6N + 12 L H Q T`` FLOPs per token and no
+  recomputation; hardware FLOPs utilisation (HFU) counts what the hardware
+  actually ran, recomputation included.
+* Hoffmann et al. 2022 ("Chinchilla", arXiv 2203.15556) and Kaplan et al.
+  2020: training costs about ``6ND`` FLOPs for N parameters and D tokens.
+
+Taught in ``notebooks/01_scale_up_limits.ipynb`` and (MFU) the planner notebook.
+"""
+
+from __future__ import annotations
+
+from . import catalog
+from .catalog import ModelSpec
+from .checks import check_int, check_positive
+from .memory import param_count
+from .units import SECONDS_PER_DAY
+
+__all__ = [
+    "flops_per_token",
+    "hfu",
+    "megatron_iteration_flops",
+    "mfu",
+    "training_days",
+    "training_flops",
+    "training_seconds",
+]
+
+
+def flops_per_token(
+    model: str | ModelSpec,
+    seq_len: int | None = None,
+    *,
+    attention: bool = True,
+    recompute: bool = False,
+) -> float:
+    """Training FLOPs per token: ``6N + 12 l h s`` (PaLM, arXiv 2204.02311, App. B).
+
+    ``6N`` counts the forward (2N) and backward (4N) matrix multiplies over the
+    N parameters (embedding included, as PaLM does); ``12 l h s`` the
+    attention scores and their use (``Q K^T`` and ``A V``), which grow with the
+    sequence length. With ``recompute=True`` a full extra forward pass is
+    added (``8N + 16 l h s``): the hardware FLOPs that HFU counts.
+    """
+    m = catalog.model(model)
+    s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    n = param_count(m)
+    passes = 4 if recompute else 3  # forward = 1, backward = 2, recomputed forward = 1
+    attn = 4 * m.n_layers * m.hidden * s * passes if attention else 0
+    return 2 * n * passes + attn
+
+
+def megatron_iteration_flops(
+    model: str | ModelSpec,
+    global_batch: int,
+    seq_len: int | None = None,
+    *,
+    recompute: bool = True,
+) -> float:
+    """FLOPs of one training iteration, Megatron-LM Eq. 3.
+
+    ``F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h))`` with full activation
+    recomputation (Narayanan et al. 2021, arXiv 2104.04473, Sec. 5.1). Without
+    recomputation the factor is 72 instead of 96 (three passes, not four).
+    This is the count the paper's "achieved teraFLOP/s per GPU" divides by the
+    iteration time.
+    """
+    m = catalog.model(model)
+    B = check_int("global_batch", global_batch)
+    s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    l, h, V = m.n_layers, m.hidden, m.vocab
+    factor = 96 if recompute else 72
+    return factor * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+
+
+def training_flops(params: float, tokens: float) -> float:
+    """Total training FLOPs ``6ND`` (Kaplan et al. 2020; Hoffmann et al. 2022, Sec. 3)."""
+    check_positive("params", params)
+    check_positive("tokens", tokens)
+    return 6 * params * tokens
+
+
+def mfu(
+    tokens_per_s: float,
+    model: str | ModelSpec,
+    n_gpus: int,
+    peak_tflops_per_gpu: float,
+    seq_len: int | None = None,
+) -> float:
+    """Model FLOPs utilisation (PaLM, arXiv 2204.02311, App. B).
+
+    Observed tokens per second times the model's FLOPs per token (no
+    recomputation), over the cluster's peak FLOP/s.
+    """
+    check_positive("tokens_per_s", tokens_per_s)
+    n_gpus = check_int("n_gpus", n_gpus)
+    check_positive("peak_tflops_per_gpu", peak_tflops_per_gpu)
+    per_token = flops_per_token(model, seq_len)
+    return tokens_per_s * per_token / (n_gpus * peak_tflops_per_gpu * 1e12)
+
+
+def hfu(
+    tokens_per_s: float,
+    model: str | ModelSpec,
+    n_gpus: int,
+    peak_tflops_per_gpu: float,
+    seq_len: int | None = None,
+    *,
+    recompute: bool = True,
+) -> float:
+    """Hardware FLOPs utilisation: as :func:`mfu`, counting recomputed FLOPs too (PaLM App. B)."""
+    check_positive("tokens_per_s", tokens_per_s)
+    n_gpus = check_int("n_gpus", n_gpus)
+    check_positive("peak_tflops_per_gpu", peak_tflops_per_gpu)
+    per_token = flops_per_token(model, seq_len, recompute=recompute)
+    return tokens_per_s * per_token / (n_gpus * peak_tflops_per_gpu * 1e12)
+
+
+def training_seconds(
+    params: float, tokens: float, n_gpus: int, tflops_per_gpu: float, recompute: bool = True
+) -> float:
+    """End-to-end training time, Megatron-LM Eq. 4: ``8 T P / (n X)`` seconds.
+
+    Narayanan et al. 2021 (arXiv 2104.04473), Sec. 5.1: T tokens, P
+    parameters, n GPUs, X achieved FLOP/s per GPU. The 8 is 6 (forward and
+    backward) plus 2 (the forward recomputed under full activation
+    recomputation); without recomputation it is 6.
+    """
+    check_positive("params", params)
+    check_positive("tokens", tokens)
+    n_gpus = check_int("n_gpus", n_gpus)
+    check_positive("tflops_per_gpu", tflops_per_gpu)
+    factor = 8 if recompute else 6
+    return factor * tokens * params / (n_gpus * tflops_per_gpu * 1e12)
+
+
+def training_days(
+    params: float, tokens: float, n_gpus: int, tflops_per_gpu: float, recompute: bool = True
+) -> float:
+    """Eq. 4 in days: GPT-3 (175e9 params, 300e9 tokens, 1024 A100 at 140 TFLOP/s) ≈ 34 days."""
+    return training_seconds(params, tokens, n_gpus, tflops_per_gpu, recompute) / SECONDS_PER_DAY

@@ -1,0 +1,502 @@
+"""GPU memory math: parameters, model state (weights, gradients, optimizer), activations.
+
+Sources
+-------
+* Parameters: Narayanan et al. 2021, "Efficient Large-Scale Language Model
+  Training on GPU Clusters Using Megatron-LM" (arXiv 2104.04473), Eq. 2;
+  generalised here to grouped-query attention, gated (SwiGLU) MLPs and untied
+  embeddings (Llama 3, arXiv 2407.21783).
+* Model state: Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward
+  Training Trillion Parameter Models" (arXiv 1910.02054), Sec. 3.1 and 5 with
+  Table 1: mixed-precision Adam keeps 2 + 2 + 12 = 16 bytes per parameter, and
+  stages 1-3 shard the optimizer state, then gradients, then weights over the
+  N_d data-parallel GPUs. Other conventions (Megatron-LM's distributed
+  optimizer, 18 and 20 bytes) are named :data:`RECIPES`.
+* Activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in
+  Large Transformer Models" (arXiv 2205.05198), Sec. 4 and Table 2.
+
+All results are bytes (per GPU unless a name says otherwise). The kernels
+whose names start with ``_`` take numpy arrays so that sweeps and searches are
+vectorised; the public functions check their inputs and raise ``ValueError``
+with the parameter, the value and what is allowed.
+
+Taught in ``notebooks/02_gpu_memory_math.ipynb``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import catalog
+from .catalog import GPU, ModelSpec
+from .checks import check_choice, check_divides, check_int, check_positive
+from .units import GIB
+
+__all__ = [
+    "RECIPES",
+    "RECOMPUTE_MODES",
+    "MemoryBreakdown",
+    "ModelStateBytes",
+    "PrecisionRecipe",
+    "activation_bytes",
+    "activation_bytes_per_layer",
+    "megatron_param_count",
+    "model_state_breakdown",
+    "model_state_bytes",
+    "param_breakdown",
+    "param_count",
+    "training_memory",
+    "weights_bytes",
+]
+
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
+# =========================================================================== parameters
+def param_breakdown(model: str | ModelSpec) -> dict[str, int]:
+    """Parameters of a decoder-only transformer, by part.
+
+    Per layer: attention ``h*h`` (Q) + ``2*h*h_kv`` (K, V; ``h_kv = kv_heads * h/a``)
+    + ``h*h`` (output); MLP ``2*h*f`` (or ``3*h*f`` gated); norms ``2h`` per norm
+    with biases (LayerNorm), ``h`` without (RMSNorm); biases of the linear
+    layers ``h + 2*h_kv + h + f + h`` when the model has them. Outside the
+    layers: the ``V*h`` embedding, ``s*h`` learned positions, a final norm and,
+    if untied, a ``V*h`` output layer.
+
+    With GPT-style settings (``f = 4h``, biases, tied embeddings, learned
+    positions) this is Megatron-LM Eq. 2 plus the final LayerNorm's ``2h``.
+
+    Returns
+    -------
+    dict
+        ``layers``, ``embedding``, ``positions``, ``final_norm``, ``output`` and ``total``.
+    """
+    m = catalog.model(model)
+    h, f, l = m.hidden, m.ffn, m.n_layers
+    h_kv = m.kv_heads * m.head_dim
+    attention = 2 * h * h + 2 * h * h_kv
+    mlp = (3 if m.gated_mlp else 2) * h * f
+    norm = 2 * h if m.biases else h
+    biases = (2 * h + 2 * h_kv + f + h) if m.biases else 0
+    per_layer = attention + mlp + 2 * norm + biases
+    parts = {
+        "layers": l * per_layer,
+        "embedding": m.vocab * h,
+        "positions": m.seq_len * h if m.learned_positions else 0,
+        "final_norm": norm,
+        "output": 0 if m.tied_embeddings else m.vocab * h,
+    }
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def param_count(model: str | ModelSpec) -> int:
+    """Total parameters of a model (see :func:`param_breakdown`)."""
+    return param_breakdown(model)["total"]
+
+
+def megatron_param_count(model: str | ModelSpec) -> float:
+    """Megatron-LM Eq. 2: ``P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h))``.
+
+    Narayanan et al. 2021 (arXiv 2104.04473), Sec. 5.1, Eq. 2, for GPT models
+    with a 4h MLP, biases, tied embeddings and learned positions.
+    """
+    m = catalog.model(model)
+    l, h, V, s = m.n_layers, m.hidden, m.vocab, m.seq_len
+    return 12 * l * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))
+
+
+# =========================================================================== model state
+@dataclass(frozen=True)
+class PrecisionRecipe:
+    """Bytes per parameter kept by a training recipe, by the part ZeRO shards it with.
+
+    ZeRO stage 1 shards ``optimizer_bytes``, stage 2 also ``grad_bytes``, stage 3
+    also ``weight_bytes``.
+    """
+
+    name: str
+    weight_bytes: float
+    grad_bytes: float
+    optimizer_bytes: float
+    source: str
+    description: str
+
+    @property
+    def total_bytes(self) -> float:
+        """Bytes per parameter without sharding."""
+        return self.weight_bytes + self.grad_bytes + self.optimizer_bytes
+
+
+#: Training recipes by name. The default, ``"mixed-adam"``, is the ZeRO paper's 16 bytes/param.
+RECIPES: dict[str, PrecisionRecipe] = {
+    r.name: r
+    for r in [
+        PrecisionRecipe(
+            "mixed-adam", 2, 2, 12,
+            "ZeRO (arXiv 1910.02054) Sec. 3.1: 2Ψ + 2Ψ + KΨ with K = 12",
+            "fp16/bf16 weights and gradients; fp32 master weights, momentum and variance",
+        ),
+        PrecisionRecipe(
+            "megatron-bf16", 2, 4, 12,
+            "Megatron-LM distributed optimizer docs: bf16 params, fp32 grads, 18 bytes "
+            "(6 + 12/d sharded)",
+            "bf16 weights, fp32 gradient accumulation buffer; fp32 master, momentum, variance",
+        ),
+        PrecisionRecipe(
+            "megatron-fp16", 2, 2, 16,
+            "Megatron-LM distributed optimizer docs: fp16 params and grads, 20 bytes "
+            "(4 + 16/d sharded)",
+            "fp16 weights and gradients; fp32 main gradients, master, momentum, variance",
+        ),
+        PrecisionRecipe(
+            "fp32-adam", 4, 4, 8,
+            "Kingma & Ba 2015 (Adam) in fp32; ZeRO Sec. 3.1",
+            "fp32 weights and gradients; fp32 momentum and variance",
+        ),
+        PrecisionRecipe(
+            "fp32-sgd-momentum", 4, 4, 4,
+            "SGD with momentum (one fp32 buffer per parameter)",
+            "fp32 weights and gradients; one fp32 momentum buffer",
+        ),
+        PrecisionRecipe(
+            "mixed-adam-8bit", 2, 2, 6,
+            "Dettmers et al. 2022, '8-bit Optimizers via Block-wise Quantization' "
+            "(arXiv 2110.02861): 8-bit momentum and variance, fp32 master weights",
+            "fp16/bf16 weights and gradients; fp32 master; 1-byte momentum and variance",
+        ),
+    ]
+}
+
+
+def _recipe(recipe: str | PrecisionRecipe) -> PrecisionRecipe:
+    if isinstance(recipe, PrecisionRecipe):
+        return recipe
+    return RECIPES[check_choice("recipe", recipe, RECIPES)]
+
+
+@dataclass(frozen=True)
+class ModelStateBytes:
+    """Model state per GPU in bytes: weights, gradients, optimizer state."""
+
+    weights: float
+    grads: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        """Weights + gradients + optimizer state."""
+        return self.weights + self.grads + self.optimizer
+
+
+def _shard_factors(zero_stage, dp):
+    """Fractions of weights, grads and optimizer state one GPU keeps (array-friendly).
+
+    ZeRO Sec. 5: stage >= 1 shards the optimizer state 1/N_d, stage >= 2 the
+    gradients, stage 3 the weights.
+    """
+    zero_stage = np.asarray(zero_stage)
+    inv = 1.0 / np.asarray(dp, dtype=float)
+    w = np.where(zero_stage >= 3, inv, 1.0)
+    g = np.where(zero_stage >= 2, inv, 1.0)
+    o = np.where(zero_stage >= 1, inv, 1.0)
+    return w, g, o
+
+
+def model_state_breakdown(
+    params: float,
+    zero_stage: int = 0,
+    dp: int = 1,
+    recipe: str | PrecisionRecipe = "mixed-adam",
+) -> ModelStateBytes:
+    """Weights, gradients and optimizer state per GPU, in bytes.
+
+    ZeRO (arXiv 1910.02054) Sec. 5.1-5.3 with K = 12: per device
+    stage 0 ``16Ψ``; stage 1 ``4Ψ + 12Ψ/N_d``; stage 2 ``2Ψ + 14Ψ/N_d``;
+    stage 3 ``16Ψ/N_d``, where Ψ is the parameters this GPU is responsible
+    for before data parallelism (the model divided by TP and PP) and N_d the
+    data-parallel size. Reproduces every cell of the paper's Table 1.
+
+    Parameters
+    ----------
+    params
+        Ψ, parameters held by one model-parallel rank.
+    zero_stage
+        0 (plain data parallelism) to 3.
+    dp
+        Data-parallel size N_d.
+    recipe
+        A name in :data:`RECIPES` or a :class:`PrecisionRecipe`.
+    """
+    check_positive("params", params)
+    zero_stage = check_int("zero_stage", zero_stage, minimum=0, maximum=3)
+    dp = check_int("dp", dp)
+    r = _recipe(recipe)
+    w, g, o = _shard_factors(zero_stage, dp)
+    return ModelStateBytes(
+        weights=float(params * r.weight_bytes * w),
+        grads=float(params * r.grad_bytes * g),
+        optimizer=float(params * r.optimizer_bytes * o),
+    )
+
+
+def model_state_bytes(
+    params: float,
+    zero_stage: int = 0,
+    dp: int = 1,
+    recipe: str | PrecisionRecipe = "mixed-adam",
+) -> float:
+    """Bytes per GPU for weights + gradients + optimizer state (ZeRO Table 1 convention).
+
+    See :func:`model_state_breakdown` for the formula and its source.
+    """
+    return model_state_breakdown(params, zero_stage, dp, recipe).total
+
+
+def weights_bytes(params: float, bytes_per_param: float = 2) -> float:
+    """Bytes to hold the weights alone: fp16/bf16 is 2 bytes per parameter.
+
+    GPT-3's 175e9 parameters take 350e9 bytes (350 GB) in fp16 (Brown et al.
+    2020 state the count; the 2 bytes are IEEE half precision).
+    """
+    check_positive("params", params)
+    check_positive("bytes_per_param", bytes_per_param)
+    return params * bytes_per_param
+
+
+# =========================================================================== activations
+def _activation_per_layer(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.0, ffn_ratio=4.0,
+                          gated=False):
+    """Activation bytes per transformer layer, per GPU (array-friendly kernel).
+
+    Korthikanti et al. 2022 (arXiv 2205.05198) Sec. 4.1, with 16-bit
+    activations and 1-byte dropout masks. Attention keeps ``11sbh + 5as^2b``
+    and the MLP ``19sbh``, the two LayerNorms ``4sbh``: 34sbh + 5as^2b. Of
+    these, ``10sbh`` (layer-norm outputs, dropout masks, inputs of the
+    attention and MLP blocks) sit outside the tensor-parallel region and are
+    split by ``t`` only with sequence parallelism; the rest is split by ``t``.
+
+    Generalisation (exact for the paper's GPT models, ``kv_ratio = 1``,
+    ``ffn_ratio = 4``): Q, K, V take ``2sbh(1 + 2r)`` with ``r = kv_heads/a``;
+    the MLP keeps ``4sb·f`` bytes (``8sb·f`` gated: two up-projections, the
+    activation and the product).
+
+    ``recompute``: 0 none, 1 selective (attention core recomputed: the
+    ``5as^2b`` term goes), 2 full (only the layer input, ``2sbh``, is kept;
+    split by ``t`` under sequence parallelism). Flash attention never stores
+    the ``as^2b`` score matrices either.
+    """
+    s, b, h, a, t = (np.asarray(x, dtype=float) for x in (s, b, h, a, t))
+    sbh = s * b * h
+    mlp_inner = np.where(gated, 8.0, 4.0) * ffn_ratio  # bytes per sbh inside the MLP
+    in_tp = 2 * (1 + 2 * kv_ratio) + 2 + mlp_inner  # QKV, attention-over-V input, MLP inner
+    outside = 10.0  # 2 (attn in) + 1 (attn dropout mask) + 2 (mlp in) + 1 (mask) + 4 (norms)
+    scores = 5 * a * s * s * b  # softmax out 2, dropout mask 1, dropout out 2 (per a s^2 b)
+    keep_scores = (np.asarray(recompute) == 0) & ~np.asarray(flash, dtype=bool)
+    split_outside = np.where(sp, t, 1.0)
+    stored = sbh * (outside / split_outside + in_tp / t) + np.where(keep_scores, scores / t, 0.0)
+    full = 2 * sbh / split_outside
+    return np.where(np.asarray(recompute) == 2, full, stored)
+
+
+def _recompute_code(recompute: str) -> int:
+    return RECOMPUTE_MODES.index(check_choice("recompute", recompute, RECOMPUTE_MODES))
+
+
+def activation_bytes_per_layer(
+    model: str | ModelSpec,
+    micro_batch: int,
+    seq_len: int | None = None,
+    tp: int = 1,
+    sp: bool = False,
+    recompute: str = "none",
+    flash_attention: bool = False,
+) -> float:
+    """Activation bytes one transformer layer keeps for one micro-batch, per GPU.
+
+    Korthikanti et al. 2022 (arXiv 2205.05198), Table 2:
+
+    ==============================  ==========================
+    no parallelism                  ``sbh(34 + 5as/h)``
+    tensor parallel                 ``sbh(10 + 24/t + 5as/(ht))``
+    tensor + sequence parallel      ``sbh(34/t + 5as/(ht))``
+    TP + selective recompute        ``sbh(10 + 24/t)``
+    TP + SP + selective recompute   ``34 sbh/t``
+    full recompute                  ``2sbh`` (``2sbh/t`` with SP)
+    ==============================  ==========================
+
+    Grouped-query attention and gated MLPs are included as described in
+    :func:`_activation_per_layer`.
+    """
+    m = catalog.model(model)
+    micro_batch = check_int("micro_batch", micro_batch)
+    s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    tp = check_int("tp", tp)
+    check_divides("tp", tp, "n_heads", m.n_heads)
+    code = _recompute_code(recompute)
+    return float(
+        _activation_per_layer(
+            s, micro_batch, m.hidden, m.n_heads, tp, bool(sp), code, bool(flash_attention),
+            kv_ratio=m.kv_heads / m.n_heads, ffn_ratio=m.ffn / m.hidden, gated=m.gated_mlp,
+        )
+    )
+
+
+def activation_bytes(
+    model: str | ModelSpec,
+    micro_batch: int,
+    seq_len: int | None = None,
+    tp: int = 1,
+    sp: bool = False,
+    recompute: str = "none",
+    *,
+    pp: int = 1,
+    flash_attention: bool = False,
+) -> float:
+    """Activation bytes per GPU for one micro-batch over all layers of one pipeline stage.
+
+    ``n_layers / pp`` layers times :func:`activation_bytes_per_layer`. Under
+    1F1B the first stage holds ``pp`` micro-batches in flight (Korthikanti et
+    al. Sec. 4.2.3, so the first stage stores ``L`` layers' worth in total);
+    :func:`training_memory` applies that factor.
+    """
+    m = catalog.model(model)
+    pp = check_int("pp", pp)
+    check_divides("pp", pp, "n_layers", m.n_layers)
+    per_layer = activation_bytes_per_layer(
+        m, micro_batch, seq_len, tp, sp, recompute, flash_attention
+    )
+    return per_layer * m.n_layers / pp
+
+
+# =========================================================================== the whole GPU
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Memory per GPU for one training configuration (bytes), and whether it fits."""
+
+    weights: float
+    grads: float
+    optimizer: float
+    activations: float
+    capacity: float
+    params_per_gpu: float
+    in_flight: int
+
+    @property
+    def total(self) -> float:
+        """Everything this GPU holds."""
+        return self.weights + self.grads + self.optimizer + self.activations
+
+    @property
+    def fits(self) -> bool:
+        """Whether the total is within the GPU's capacity."""
+        return self.total <= self.capacity
+
+    @property
+    def headroom(self) -> float:
+        """Capacity minus total: negative when it does not fit."""
+        return self.capacity - self.total
+
+    def gib(self) -> dict[str, float]:
+        """Every part in GiB, for tables and charts."""
+        return {
+            "weights": self.weights / GIB,
+            "grads": self.grads / GIB,
+            "optimizer": self.optimizer / GIB,
+            "activations": self.activations / GIB,
+            "total": self.total / GIB,
+            "capacity": self.capacity / GIB,
+        }
+
+    def verdict(self) -> str:
+        """``"fits, 12.3 GiB to spare"`` or ``"does not fit by 4.5 GiB"``."""
+        gap = abs(self.headroom) / GIB
+        return f"fits, {gap:.1f} GiB to spare" if self.fits else f"does not fit by {gap:.1f} GiB"
+
+
+def stage_params(model: str | ModelSpec, tp: int = 1, pp: int = 1) -> float:
+    """Parameters held by one GPU of the busiest pipeline stage, before data parallelism.
+
+    Layers split evenly over ``pp`` stages and every matrix over ``tp``; the
+    first stage also holds the embedding (and learned positions), the last the
+    final norm and output layer (a second copy of the embedding when tied and
+    ``pp > 1``, as Megatron-LM does). Returns the larger of first and last.
+    """
+    m = catalog.model(model)
+    parts = param_breakdown(m)
+    layers = parts["layers"] / pp
+    first = layers + parts["embedding"] + parts["positions"]
+    head = parts["output"] if not m.tied_embeddings else (parts["embedding"] if pp > 1 else 0)
+    last = layers + parts["final_norm"] + head
+    if pp == 1:
+        return (first + parts["final_norm"] + parts["output"]) / tp
+    return max(first, last) / tp
+
+
+def training_memory(
+    model: str | ModelSpec,
+    gpu: str | GPU | None = None,
+    *,
+    micro_batch: int = 1,
+    seq_len: int | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    zero_stage: int = 0,
+    recipe: str | PrecisionRecipe = "mixed-adam",
+    recompute: str = "none",
+    sp: bool = False,
+    flash_attention: bool = False,
+    in_flight: int | None = None,
+) -> MemoryBreakdown:
+    """Memory per GPU for training ``model`` with a parallel layout on ``gpu``.
+
+    * model state: ZeRO (arXiv 1910.02054) per :func:`model_state_breakdown`, for
+      the parameters of the busiest stage (:func:`stage_params`);
+    * activations: Korthikanti et al. (arXiv 2205.05198) per
+      :func:`activation_bytes`, times the micro-batches in flight: ``pp`` on the
+      first stage under 1F1B (Sec. 4.2.3), 1 without pipelining.
+
+    Parameters
+    ----------
+    model, gpu
+        Catalog names or specs. Without a GPU, capacity is reported as infinite.
+    micro_batch, seq_len
+        Sequences per micro-batch and tokens per sequence (default: the model's).
+    tp, pp, dp
+        Tensor-, pipeline- and data-parallel sizes.
+    zero_stage
+        0-3.
+    recipe
+        Bytes-per-parameter convention, a name of :data:`RECIPES`.
+    recompute
+        ``"none"``, ``"selective"`` or ``"full"``.
+    sp, flash_attention
+        Sequence parallelism; flash attention (no stored score matrices).
+    in_flight
+        Micro-batches whose activations are held at once (default ``pp``).
+    """
+    m = catalog.model(model)
+    g = catalog.gpu(gpu) if gpu is not None else None
+    tp = check_int("tp", tp)
+    pp = check_int("pp", pp)
+    dp = check_int("dp", dp)
+    check_divides("tp", tp, "n_heads", m.n_heads)
+    check_divides("pp", pp, "n_layers", m.n_layers)
+    n_flight = check_int("in_flight", in_flight if in_flight is not None else pp)
+    params = stage_params(m, tp, pp)
+    state = model_state_breakdown(params, zero_stage, dp, recipe)
+    act = activation_bytes(
+        m, micro_batch, seq_len, tp, sp, recompute, pp=pp, flash_attention=flash_attention
+    )
+    return MemoryBreakdown(
+        weights=state.weights,
+        grads=state.grads,
+        optimizer=state.optimizer,
+        activations=act * n_flight,
+        capacity=g.hbm_bytes if g is not None else float("inf"),
+        params_per_gpu=params,
+        in_flight=n_flight,
+    )

@@ -1,0 +1,133 @@
+"""Units: the one home for conversions and constants.
+
+Every other module works in SI base units internally (bytes, seconds, FLOP,
+bytes per second) and converts at its edges with the functions here. Names
+elsewhere carry their unit as a suffix:
+
+==========  =====================================  ======================
+suffix      meaning                                example
+==========  =====================================  ======================
+``_bytes``  bytes                                  ``weights_bytes``
+``_gb``     gigabytes, 10**9 bytes (decimal)       ``zero_table_gb``
+``_gib``    gibibytes, 2**30 bytes (binary)        ``hbm_gib``
+``_gbps``   gigabits per second, 10**9 bit/s       ``link_gbps``
+``_gbytes_s``  gigabytes per second, 10**9 B/s     ``nvlink_gbytes_s``
+``_tflops`` 10**12 floating-point operations / s   ``bf16_dense_tflops``
+==========  =====================================  ======================
+
+Bandwidth figures in this project are **per direction** unless a name says
+``_bidir``. Vendors often quote the sum of both directions (NVLink's
+"900 GB/s" on H100 is 450 GB/s each way); :func:`per_direction` converts.
+
+The workbook teaches these distinctions in ``notebooks/00_start_here.ipynb``
+and ``notebooks/01_scale_up_limits.ipynb``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BITS_PER_BYTE",
+    "GB",
+    "GIB",
+    "KB",
+    "KIB",
+    "MB",
+    "MIB",
+    "PB",
+    "SECONDS_PER_DAY",
+    "SECONDS_PER_HOUR",
+    "TB",
+    "TIB",
+    "bytes_to_gb",
+    "bytes_to_gib",
+    "gb_to_bytes",
+    "gb_to_gib",
+    "gbps_to_gbytes_s",
+    "gbytes_s_to_gbps",
+    "gib_to_bytes",
+    "gib_to_gb",
+    "per_direction",
+    "seconds_to_days",
+    "tflops_to_flops",
+]
+
+# --- sizes -----------------------------------------------------------------
+#: Decimal (SI) prefixes, as used for disk sizes, network rates and papers' "GB".
+KB = 10**3
+MB = 10**6
+GB = 10**9
+TB = 10**12
+PB = 10**15
+#: Binary (IEC) prefixes, as used by ``nvidia-smi`` and operating systems.
+KIB = 2**10
+MIB = 2**20
+GIB = 2**30
+TIB = 2**40
+
+BITS_PER_BYTE = 8
+
+# --- time --------------------------------------------------------------------
+SECONDS_PER_HOUR = 3600
+SECONDS_PER_DAY = 86_400
+
+
+def bytes_to_gb(n_bytes):
+    """Bytes to decimal gigabytes (10**9 bytes). Works on scalars and arrays."""
+    return n_bytes / GB
+
+
+def bytes_to_gib(n_bytes):
+    """Bytes to binary gibibytes (2**30 bytes). Works on scalars and arrays."""
+    return n_bytes / GIB
+
+
+def gb_to_bytes(gb):
+    """Decimal gigabytes to bytes."""
+    return gb * GB
+
+
+def gib_to_bytes(gib):
+    """Binary gibibytes to bytes."""
+    return gib * GIB
+
+
+def gb_to_gib(gb):
+    """Decimal GB to binary GiB: 80 GB is 74.5 GiB."""
+    return gb * GB / GIB
+
+
+def gib_to_gb(gib):
+    """Binary GiB to decimal GB: 80 GiB is 85.9 GB."""
+    return gib * GIB / GB
+
+
+def gbps_to_gbytes_s(gbps):
+    """Gigabits per second (network rates, e.g. a 400 Gb/s NIC) to gigabytes per second.
+
+    A 400 Gb/s InfiniBand NDR port carries 50 GB/s per direction.
+    """
+    return gbps / BITS_PER_BYTE
+
+
+def gbytes_s_to_gbps(gbytes_s):
+    """Gigabytes per second to gigabits per second."""
+    return gbytes_s * BITS_PER_BYTE
+
+
+def per_direction(bidirectional, directions: int = 2):
+    """Per-direction bandwidth from a vendor's both-directions total.
+
+    NVIDIA quotes NVLink 4 on H100 as "900 GB/s", the sum of 450 GB/s sent and
+    450 GB/s received by one GPU at the same time.
+    """
+    return bidirectional / directions
+
+
+def tflops_to_flops(tflops):
+    """10**12 FLOP/s to FLOP/s."""
+    return tflops * 1e12
+
+
+def seconds_to_days(seconds):
+    """Seconds to days (86,400 s)."""
+    return seconds / SECONDS_PER_DAY
