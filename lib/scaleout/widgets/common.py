@@ -1,0 +1,126 @@
+"""The shared shape of every explorer widget: controls, a status line, a figure, a readout."""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as W
+from IPython.display import HTML
+from matplotlib.figure import Figure
+
+__all__ = ["Explorer", "answer", "figure_png"]
+
+_STYLE = """
+<style>
+.so-status-ok {color:#1b5e20;font-weight:600}
+.so-status-bad {color:#b00020;font-weight:600}
+.so-error {color:#b00020;background:#fdecea;border-left:4px solid #b00020;padding:4px 8px}
+.so-readout table {border-collapse:collapse;font-family:monospace}
+.so-readout td, .so-readout th {padding:2px 10px;text-align:right}
+.so-readout th {text-align:left}
+</style>
+"""
+
+
+def figure_png(fig: Figure, dpi: int = 90) -> bytes:
+    """Render a matplotlib ``Figure`` (not pyplot) to PNG bytes for an ``ipywidgets.Image``."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+class Explorer:
+    """Base class: subclasses define ``_build_controls`` and ``_compute``/``_render``.
+
+    * ``_compute(values) -> result`` calls the library (and nothing else);
+    * ``_render(result)`` updates the figure and returns the readout HTML.
+
+    A ``ValueError`` from the library is shown in ``status`` as a sentence; any
+    other exception is shown too, so a live class never sees a traceback. The
+    previous figure stays on screen until a valid input arrives.
+    """
+
+    title: str = ""
+
+    def __init__(self, **initial: Any) -> None:
+        self.controls: dict[str, W.ValueWidget] = self._build_controls()
+        for name, value in initial.items():
+            if name not in self.controls:
+                raise ValueError(
+                    f"{type(self).__name__} has no control {name!r}; "
+                    f"controls: {', '.join(self.controls)}"
+                )
+            self.controls[name].value = value
+        self.status = W.HTML()
+        self.readout = W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.result: Any = None
+        self.error: str | None = None
+        self.view = W.VBox(
+            [W.HTML(_STYLE + (f"<h3>{html.escape(self.title)}</h3>" if self.title else "")),
+             self._layout_controls(), self.status, W.HBox([self.image, self.readout])],
+        )
+        for control in self.controls.values():
+            control.observe(self._on_change, names="value")
+        self.refresh()
+
+    # -- to override ------------------------------------------------------------------
+    def _build_controls(self) -> dict[str, W.ValueWidget]:
+        raise NotImplementedError
+
+    def _compute(self, values: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _render(self, result: Any) -> str:
+        raise NotImplementedError
+
+    def _layout_controls(self) -> W.Widget:
+        return W.GridBox(
+            list(self.controls.values()),
+            layout=W.Layout(grid_template_columns="repeat(3, minmax(220px, 1fr))"),
+        )
+
+    # -- machinery --------------------------------------------------------------------
+    def values(self) -> dict[str, Any]:
+        """Current control values by name."""
+        return {name: c.value for name, c in self.controls.items()}
+
+    def _on_change(self, _change: Mapping[str, Any]) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute from the controls and redraw; show a bad input's message instead of failing."""
+        try:
+            result = self._compute(self.values())
+            readout = self._render(result)
+        except ValueError as exc:
+            self._fail(str(exc))
+            return
+        except Exception as exc:  # a live lecture must never show a traceback
+            self._fail(f"unexpected {type(exc).__name__}: {exc}")
+            return
+        self.result, self.error = result, None
+        self.readout.value = f'<div class="so-readout">{readout}</div>'
+        self.status.value = ""
+
+    def _fail(self, message: str) -> None:
+        self.error = message
+        self.status.value = f'<div class="so-error">⚠ {html.escape(message)}</div>'
+
+    def _repr_mimebundle_(self, **kwargs):  # pragma: no cover - exercised in notebooks
+        return self.view._repr_mimebundle_(**kwargs)
+
+
+def answer(body_html: str, title: str = "Show the answer") -> HTML:
+    """A collapsed answer for an exercise: ``<details>`` that the reader opens by clicking.
+
+    Compute ``body_html``'s numbers with the library in the same cell, so the
+    answer is never typed by hand and the notebook's self-checks can assert on it.
+    """
+    return HTML(
+        f'<details class="so-answer"><summary><b>{html.escape(title)}</b></summary>'
+        f'<div style="margin:6px 0 6px 18px">{body_html}</div></details>'
+    )
