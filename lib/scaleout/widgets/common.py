@@ -44,6 +44,8 @@ class Explorer:
     """
 
     title: str = ""
+    #: "png" for matplotlib figures, "svg+xml" for :mod:`scaleout.svgchart` (much faster).
+    image_format: str = "png"
 
     def __init__(self, **initial: Any) -> None:
         self.controls: dict[str, W.ValueWidget] = self._build_controls()
@@ -56,14 +58,19 @@ class Explorer:
             self.controls[name].value = value
         self.status = W.HTML()
         self.readout = W.HTML()
-        self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.image = W.Image(format=self.image_format, layout=W.Layout(max_width="100%"))
         self.result: Any = None
         self.error: str | None = None
         self.view = W.VBox(
             [W.HTML(_STYLE + (f"<h3>{html.escape(self.title)}</h3>" if self.title else "")),
              self._layout_controls(), self.status, W.HBox([self.image, self.readout])],
         )
-        for control in self.controls.values():
+        # stable CSS hooks for the browser tests and for lecture styling
+        self.status.add_class("so-status")
+        self.readout.add_class("so-readout-box")
+        self.image.add_class("so-figure")
+        for name, control in self.controls.items():
+            control.add_class(f"so-ctl-{name}")
             control.observe(self._on_change, names="value")
         self.refresh()
 

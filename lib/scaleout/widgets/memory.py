@@ -1,0 +1,164 @@
+"""Memory-anatomy explorer (notebook 02): what one GPU holds for a model and a parallel layout."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as W
+
+from .. import catalog, memory, plotting
+from .common import Explorer
+
+__all__ = ["CUSTOM", "MemoryExplorer"]
+
+#: The model dropdown's entry for user-set dimensions.
+CUSTOM = "custom"
+_DIMS = ("n_layers", "hidden", "n_heads")
+_SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+_WIDE = {"style": {"description_width": "110px"}, "layout": W.Layout(width="260px")}
+
+
+def _int_box(description: str, value: int, maximum: int = 1_000_000) -> W.BoundedIntText:
+    return W.BoundedIntText(value=value, min=0, max=maximum, description=description, **_WIDE)
+
+
+class MemoryExplorer(Explorer):
+    """Weights, gradients, optimizer state and activations per GPU against its capacity.
+
+    Controls: a model preset (or ``"custom"`` dimensions), GPU, training recipe,
+    micro-batch, sequence length, recompute mode, sequence parallelism, flash
+    attention, TP/PP/DP sizes and ZeRO stage. The chart shows the chosen layout
+    under each ZeRO stage, so the effect of sharding is visible at a glance.
+    Editing a dimension while a preset is chosen switches to ``"custom"``.
+    ``result`` is a dict: ``{"chosen": MemoryBreakdown, "by_stage": {0: ..., 3: ...},
+    "model": ModelSpec, "gpu": GPU, "n_gpus": int}``.
+    """
+
+    title = "Memory per GPU: what fits?"
+    image_format = "svg+xml"
+
+    def __init__(self, **initial: Any) -> None:
+        self._filling = False
+        self._base: catalog.ModelSpec | None = None
+        model_name = initial.pop("model", "gpt3-175b")
+        super().__init__()
+        self._filling = True
+        try:
+            self.controls["model"].value = catalog.model(model_name).name
+            self._fill_dims(self.controls["model"].value)
+            for name, value in initial.items():
+                if name not in self.controls:
+                    raise ValueError(
+                        f"MemoryExplorer has no control {name!r}; "
+                        f"controls: {', '.join(self.controls)}"
+                    )
+                self.controls[name].value = value
+        finally:
+            self._filling = False
+        self.refresh()
+
+    def _build_controls(self) -> dict[str, W.ValueWidget]:
+        names = [*catalog.model_names(), CUSTOM]
+        return {
+            "model": W.Dropdown(options=names, value="gpt3-175b", description="model", **_WIDE),
+            "n_layers": _int_box("layers", 96),
+            "hidden": _int_box("hidden size", 12288),
+            "n_heads": _int_box("heads", 96),
+            "gpu": W.Dropdown(options=catalog.gpu_names(), value="A100-SXM4-80GB",
+                              description="GPU", **_WIDE),
+            "recipe": W.Dropdown(options=list(memory.RECIPES), value="mixed-adam",
+                                 description="recipe", **_WIDE),
+            "micro_batch": W.IntSlider(value=1, min=1, max=32, description="micro-batch",
+                                       continuous_update=False, **_WIDE),
+            "seq_len": W.Dropdown(options=_SEQ_LENS, value=2048, description="sequence",
+                                  **_WIDE),
+            "recompute": W.Dropdown(options=list(memory.RECOMPUTE_MODES), value="selective",
+                                    description="recompute", **_WIDE),
+            "sp": W.Checkbox(value=True, description="sequence parallel", indent=False),
+            "flash_attention": W.Checkbox(value=False, description="flash attention",
+                                          indent=False),
+            "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=1, description="ZeRO stage",
+                                     **_WIDE),
+            "tp": _int_box("TP size", 8, 4096),
+            "pp": _int_box("PP size", 8, 4096),
+            "dp": _int_box("DP size", 16, 1_000_000),
+        }
+
+    # -- model presets vs custom dimensions ------------------------------------------------
+    def _fill_dims(self, name: str) -> None:
+        if name == CUSTOM:
+            return
+        spec = catalog.model(name)
+        for dim in _DIMS:
+            self.controls[dim].value = getattr(spec, dim)
+
+    def _on_change(self, change: Mapping[str, Any]) -> None:
+        if self._filling:
+            return
+        owner = change.get("owner")
+        self._filling = True
+        try:
+            if owner is self.controls["model"]:
+                self._fill_dims(change["new"])
+            elif owner in [self.controls[d] for d in _DIMS]:
+                if self.controls["model"].value != CUSTOM:
+                    self._base = catalog.model(self.controls["model"].value)
+                    self.controls["model"].value = CUSTOM
+        finally:
+            self._filling = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute unless the constructor is still filling in the controls."""
+        if not self._filling:
+            super().refresh()
+
+    def _model_spec(self, v: Mapping[str, Any]) -> catalog.ModelSpec:
+        if v["model"] != CUSTOM:
+            return catalog.model(v["model"])
+        base = self._base or catalog.model("gpt3-175b")
+        for dim in _DIMS:
+            if v[dim] < 1:
+                raise ValueError(f"{dim} must be a whole number >= 1, got {v[dim]}")
+        return base.replace(name=CUSTOM, source="user-defined", params_published=None,
+                            **{d: v[d] for d in _DIMS})
+
+    # -- model calls only ---------------------------------------------------------------
+    def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:
+        spec = self._model_spec(v)
+        kwargs = {
+            "micro_batch": v["micro_batch"], "seq_len": v["seq_len"], "tp": v["tp"],
+            "pp": v["pp"], "dp": v["dp"], "recipe": v["recipe"], "recompute": v["recompute"],
+            "sp": v["sp"], "flash_attention": v["flash_attention"],
+        }
+        by_stage = {z: memory.training_memory(spec, v["gpu"], zero_stage=z, **kwargs)
+                    for z in (0, 1, 2, 3)}
+        return {
+            "chosen": by_stage[v["zero_stage"]],
+            "by_stage": by_stage,
+            "model": spec,
+            "gpu": catalog.gpu(v["gpu"]),
+            "n_gpus": v["tp"] * v["pp"] * v["dp"],
+            "params": memory.param_count(spec),
+        }
+
+    def _render(self, r: dict[str, Any]) -> str:
+        chosen = r["chosen"]
+        z = self.controls["zero_stage"].value
+        rows = {f"ZeRO-{s}": b for s, b in r["by_stage"].items()}
+        self.image.value = plotting.memory_bars_svg(
+            rows, title=f"{r['model'].name} on {r['gpu'].name}, ZeRO-{z}: {chosen.verdict()}",
+            highlight=f"ZeRO-{z}")
+        g = chosen.gib()
+        cls = "so-status-ok" if chosen.fits else "so-status-bad"
+        lines = "".join(f"<tr><th>{k}</th><td>{g[k]:,.2f} GiB</td></tr>"
+                        for k in ("weights", "grads", "optimizer", "activations", "total"))
+        return (
+            f"<table>{lines}<tr><th>capacity</th><td>{g['capacity']:,.1f} GiB</td></tr>"
+            f"<tr><th>parameters</th><td>{r['params'] / 1e9:,.2f} B</td></tr>"
+            f"<tr><th>per GPU</th><td>{chosen.params_per_gpu / 1e9:,.3f} B</td></tr>"
+            f"<tr><th>GPUs</th><td>{r['n_gpus']:,}</td></tr>"
+            f"<tr><th>in flight</th><td>{chosen.in_flight} micro-batches</td></tr></table>"
+            f'<p class="{cls}">ZeRO-{z}: {chosen.verdict()}</p>'
+        )
