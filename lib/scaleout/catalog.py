@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checks import close_matches
+from .checks import check_choice, close_matches
 
 __all__ = [
     "DATA_DIR",
@@ -38,6 +38,7 @@ __all__ = [
     "model",
     "model_names",
     "models",
+    "published",
     "system",
     "system_names",
     "systems",
@@ -332,7 +333,7 @@ def gpu(spec: str | GPU | dict) -> GPU:
 
 
 def model(spec: str | ModelSpec | dict) -> ModelSpec:
-    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or a user-defined one."""
+    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or user-defined."""
     if isinstance(spec, ModelSpec):
         return spec
     if isinstance(spec, dict):
@@ -345,6 +346,20 @@ def system(spec: str | System) -> System:
     if isinstance(spec, System):
         return spec
     return _lookup("system", _systems(), spec)
+
+
+def published(table: str) -> dict[str, Any]:
+    """A published table as printed, from ``data/published/<table>.toml`` (with its ``source``).
+
+    These are the numbers the tests (and the notebooks' comparisons) reproduce:
+    ``"zero_table1"``, ``"megatron_lm_table1"``, ``"korthikanti_table5"``.
+    """
+    names = sorted(p.stem for p in (DATA_DIR / "published").glob("*.toml"))
+    path = DATA_DIR / "published" / f"{check_choice('table', table, names)}.toml"
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    if not str(raw.get("source", "")).strip():
+        raise ValueError(f"{path.name}: missing field 'source'")
+    return raw
 
 
 def gpus() -> list[GPU]:

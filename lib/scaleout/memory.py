@@ -42,11 +42,13 @@ __all__ = [
     "PrecisionRecipe",
     "activation_bytes",
     "activation_bytes_per_layer",
+    "activation_modes",
     "megatron_param_count",
     "model_state_breakdown",
     "model_state_bytes",
     "param_breakdown",
     "param_count",
+    "stage_params",
     "training_memory",
     "weights_bytes",
 ]
@@ -342,6 +344,27 @@ def activation_bytes_per_layer(
             kv_ratio=m.kv_heads / m.n_heads, ffn_ratio=m.ffn / m.hidden, gated=m.gated_mlp,
         )
     )
+
+
+def activation_modes(
+    model: str | ModelSpec, micro_batch: int = 1, seq_len: int | None = None, tp: int = 8
+) -> dict[str, float]:
+    """Bytes per layer under each row of Korthikanti et al. Table 2, for one model and ``tp``.
+
+    Keys: ``"no parallelism"`` (t = 1), ``"tensor parallel"``, ``"tensor + sequence
+    parallel"``, ``"TP + selective recompute"``, ``"TP + SP + selective recompute"``,
+    ``"full recompute"``.
+    """
+    rows = {
+        "no parallelism": dict(tp=1),
+        "tensor parallel": dict(tp=tp),
+        "tensor + sequence parallel": dict(tp=tp, sp=True),
+        "TP + selective recompute": dict(tp=tp, recompute="selective"),
+        "TP + SP + selective recompute": dict(tp=tp, sp=True, recompute="selective"),
+        "full recompute": dict(tp=tp, recompute="full"),
+    }
+    return {label: activation_bytes_per_layer(model, micro_batch, seq_len, **kw)
+            for label, kw in rows.items()}
 
 
 def activation_bytes(

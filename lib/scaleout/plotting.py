@@ -13,7 +13,18 @@ from matplotlib.figure import Figure
 from . import svgchart
 from .memory import MemoryBreakdown
 
-__all__ = ["MEMORY_COLORS", "memory_bars", "memory_bars_svg", "new_figure"]
+__all__ = [
+    "HOLDING_COLORS",
+    "MEMORY_COLORS",
+    "WALK_COLORS",
+    "holding_bars_svg",
+    "log_hbars",
+    "memory_bars",
+    "memory_bars_svg",
+    "memory_gap",
+    "new_figure",
+    "walk_matches_svg",
+]
 
 #: One colour per memory part, the same in every notebook.
 MEMORY_COLORS = {
@@ -66,11 +77,124 @@ def memory_bars(ax: Axes, rows: dict[str, MemoryBreakdown], capacity_gib: float 
         cap = rows[labels[0]].gib()["capacity"]
     if cap is not None and cap != float("inf"):
         ax.axvline(cap, color="black", linestyle="--", linewidth=1.2)
-        ax.text(cap, len(labels) - 0.45, f" capacity {cap:,.0f} GiB", fontsize=9, va="bottom")
+        ax.text(cap, 1.0, f"capacity {cap:,.0f} GiB ", transform=ax.get_xaxis_transform(),
+                fontsize=9, ha="right", va="bottom")
     ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()
     ax.set_xlabel("memory per GPU (GiB)")
     ax.set_ylim(len(labels) - 0.4, -0.6)
-    ax.legend(loc="lower right", fontsize=8, ncols=4)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     if title:
         ax.set_title(title)
+
+
+# =========================================================================== scale-up limits
+# Figures of notebooks/00_start_here.ipynb and 01_scale_up_limits.ipynb. Every function takes
+# numbers already computed (and converted to the unit its axis names) by the library.
+
+#: Colours of the "what must be held" charts: the memory parts plus the capacity bars.
+HOLDING_COLORS = {
+    "weights": MEMORY_COLORS["weights"],
+    "grads": MEMORY_COLORS["grads"],
+    "optimizer": MEMORY_COLORS["optimizer"],
+    "HBM capacity": "#7f7f7f",
+}
+
+#: Colours of the walk chart: matches in written and in planned notebooks.
+WALK_COLORS = {"in a written notebook": "#2ca02c", "in a planned notebook": "#bdbdbd"}
+
+
+def memory_gap(ax: Axes, models: dict[str, tuple[int, float, float]],
+               gpus: dict[str, tuple[int, float]], title: str = "") -> None:
+    """Model memory against one GPU's memory over the years, on a log scale (GiB).
+
+    ``models`` maps a label to ``(year, weights_gib, training_state_gib)``; ``gpus``
+    a label to ``(year, hbm_gib)``. Weights and training state are drawn as two
+    series of markers joined by year, GPUs as a staircase of their HBM.
+    """
+    ax.clear()
+    m_items = sorted(models.items(), key=lambda kv: (kv[1][0], kv[1][1]))
+    g_items = sorted(gpus.items(), key=lambda kv: (kv[1][0], kv[1][1]))
+    years = [v[0] for _, v in m_items]
+    ax.plot(years, [v[2] for _, v in m_items], "s--", color=MEMORY_COLORS["optimizer"],
+            markersize=8, label="model: full training state (16 bytes/param)")
+    ax.plot(years, [v[1] for _, v in m_items], "o-", color=MEMORY_COLORS["weights"],
+            markersize=9, linewidth=2, label="model: fp16 weights (2 bytes/param)")
+    for label, (year, w, _s) in m_items:
+        ax.annotate(label, (year, w), textcoords="offset points", xytext=(8, -4),
+                    fontsize=11, color=MEMORY_COLORS["weights"], va="top")
+    g_years = [v[0] for _, v in g_items]
+    ax.plot(g_years, [v[1] for _, v in g_items], "D", color="black", markersize=7,
+            label="one GPU: HBM capacity")
+    best: list[float] = []
+    for _, (_year, cap) in g_items:
+        best.append(max(cap, best[-1]) if best else cap)
+    ax.step(g_years, best, where="post", color="black", linewidth=1.5)
+    for label, (year, cap) in g_items:
+        ax.annotate(label, (year, cap), textcoords="offset points", xytext=(6, 6),
+                    fontsize=9.5, rotation=30, ha="left", va="bottom")
+    ax.set_yscale("log")
+    ax.set_xlabel("year", fontsize=12)
+    ax.set_ylabel("memory (GiB = 2³⁰ bytes), log scale", fontsize=12)
+    ax.tick_params(labelsize=11)
+    lo = min(years + g_years)
+    hi = max(years + g_years)
+    ax.set_xlim(lo - 0.5, hi + 1.2)
+    ax.set_xticks(range(lo, hi + 1))
+    ax.grid(True, which="major", axis="y", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=10.5, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=13)
+
+
+def log_hbars(ax: Axes, rows: dict[str, tuple[float, str]], xlabel: str,
+              lines: dict[str, float] | None = None, title: str = "",
+              color: str = "#1f77b4") -> None:
+    """Horizontal bars on a log x axis, each annotated with its own text.
+
+    ``rows`` maps a bar label to ``(value, annotation)``; ``lines`` draws labelled
+    dashed reference lines (``{"one year": 365.25}``).
+    """
+    ax.clear()
+    labels = list(rows)
+    values = [rows[k][0] for k in labels]
+    ax.barh(range(len(labels)), values, color=color, height=0.6)
+    for i, k in enumerate(labels):
+        ax.text(values[i] * 1.15, i, rows[k][1], va="center", fontsize=11)
+    for name, x in (lines or {}).items():
+        ax.axvline(x, color="black", linestyle="--", linewidth=1.2)
+        ax.text(x * 1.05, 1.0, name, transform=ax.get_xaxis_transform(), fontsize=10.5,
+                va="bottom", ha="left")
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(labels)), labels, fontsize=11)
+    ax.set_ylim(len(labels) - 0.4, -0.6)
+    ax.set_xlim(min(values + list((lines or {}).values())) / 3,
+                max(values + list((lines or {}).values())) * 20)
+    ax.set_xlabel(xlabel, fontsize=12)
+    ax.tick_params(axis="x", labelsize=11)
+    ax.grid(True, which="major", axis="x", alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=13, pad=18)
+
+
+def holding_bars_svg(rows: dict[str, dict[str, float]], marker_gib: float,
+                     marker_label: str, title: str = "") -> bytes:
+    """What must be held against what GPUs hold, as SVG for a widget (GiB).
+
+    ``rows`` maps a bar label to ``{part: GiB}`` with parts from
+    :data:`HOLDING_COLORS` (weights, grads, optimizer, HBM capacity); the dashed
+    marker is one GPU's HBM.
+    """
+    return svgchart.stacked_hbars(
+        rows, HOLDING_COLORS, marker=marker_gib, marker_label=marker_label,
+        xlabel="memory (GiB = 2^30 bytes)", title=title,
+    )
+
+
+def walk_matches_svg(counts: dict[str, tuple[int, bool]], title: str = "") -> bytes:
+    """Matches per notebook of the walk as SVG bars: ``{label: (count, written)}``."""
+    rows = {label: {next(iter(WALK_COLORS)) if written else list(WALK_COLORS)[1]: n}
+            for label, (n, written) in counts.items()}
+    return svgchart.stacked_hbars(
+        rows, WALK_COLORS, xlabel="glossary terms + concepts found (count)", title=title,
+        row_height=26,
+    )

@@ -9,7 +9,7 @@ static figures in notebooks stay matplotlib. Drawing only, no model logic.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from html import escape
 
 __all__ = ["nice_ticks", "stacked_hbars"]

@@ -1,0 +1,70 @@
+"""scaleout.compute against published numbers: Megatron-LM Eq. 3 and 4, PaLM MFU via Korthikanti."""
+
+import math
+
+import pytest
+from scaleout import catalog, compute, memory
+
+
+def test_eq4_gpt3_about_34_days():
+    """Narayanan et al. Sec. 5.1: GPT-3, 300B tokens, 1024 A100 at 140 TFLOP/s -> ~34 days."""
+    days = compute.training_days(175e9, 300e9, 1024, 140)
+    assert 33.5 <= days <= 34.5
+    assert round(days) == 34
+
+
+def test_eq4_one_trillion_about_84_days():
+    """1T model, 450B tokens, 3072 A100 at 163 TFLOP/s -> ~84 days (with the 1008B count)."""
+    days = compute.training_days(memory.megatron_param_count("megatron-1t"), 450e9, 3072, 163)
+    assert round(days) == 84
+    assert 83 <= compute.training_days(1e12, 450e9, 3072, 163) <= 84
+
+
+def test_eq4_without_recompute_is_three_quarters():
+    with_rc = compute.training_seconds(1e9, 1e9, 8, 100)
+    assert math.isclose(compute.training_seconds(1e9, 1e9, 8, 100, recompute=False), 0.75 * with_rc)
+
+
+def test_eq3_is_eq4_per_iteration():
+    """Eq. 3 per token tends to 8P (Eq. 4's numerator) when s/h and V/(lh) are small."""
+    m = catalog.model("megatron-1t")
+    per_token = compute.megatron_iteration_flops(m, 1) / m.seq_len
+    assert per_token / (8 * memory.megatron_param_count(m)) == pytest.approx(1.0, abs=0.02)
+
+
+def test_eq3_closed_form():
+    m = catalog.model("gpt3-175b")
+    B, s, l, h, V = 1536, 2048, 96, 12288, 50257
+    want = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    assert math.isclose(compute.megatron_iteration_flops(m, B), want)
+    assert math.isclose(compute.megatron_iteration_flops(m, B, recompute=False), want * 0.75)
+
+
+KORTHIKANTI = catalog.published("korthikanti_table5")
+
+
+@pytest.mark.parametrize("run", KORTHIKANTI["run"], ids=lambda r: r["model"])
+def test_mfu_reproduces_korthikanti_table5(run):
+    """PaLM's MFU (6N + 12lhs FLOPs per token) from Table 5's measured iteration times
+    reproduces the published MFU of every run within 0.5 percentage points."""
+    m = catalog.model(run["model"])
+    tokens_per_s = run["global_batch"] * m.seq_len / run["seconds_selective_sp"]
+    got = 100 * compute.mfu(tokens_per_s, m, run["gpus"], KORTHIKANTI["peak_tflops"])
+    assert abs(got - run["mfu_percent"]) < 0.5, got
+
+
+def test_hfu_exceeds_mfu_and_equals_it_without_recompute():
+    m = catalog.model("gpt3-175b")
+    assert compute.hfu(1e4, m, 64, 312) > compute.mfu(1e4, m, 64, 312)
+    assert compute.hfu(1e4, m, 64, 312, recompute=False) == compute.mfu(1e4, m, 64, 312)
+
+
+def test_flops_per_token_is_6n_plus_attention():
+    m = catalog.model("llama3-70b")
+    n = memory.param_count(m)
+    assert compute.flops_per_token(m, 4096, attention=False) == 6 * n
+    assert compute.flops_per_token(m, 4096) == 6 * n + 12 * m.n_layers * m.hidden * 4096
+
+
+def test_training_flops_6nd():
+    assert compute.training_flops(70e9, 15e12) == 6 * 70e9 * 15e12
