@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from . import svgchart
 from .memory import MemoryBreakdown
@@ -48,8 +49,12 @@ def memory_bars_svg(rows: dict[str, MemoryBreakdown], title: str = "",
 
 
 def new_figure(width: float = 8.0, height: float = 3.2) -> tuple[Figure, Axes]:
-    """A pyplot-free figure with one axes, sized for a notebook or a projector."""
-    fig = Figure(figsize=(width, height), layout="constrained")
+    """A pyplot-free figure with one axes, sized for a notebook or a projector.
+
+    No layout engine: the inline backend saves with ``bbox_inches="tight"``, which already
+    keeps labels and outside legends in frame, at half the cost of constrained layout.
+    """
+    fig = Figure(figsize=(width, height))
     return fig, fig.add_subplot()
 
 
@@ -68,8 +73,7 @@ def memory_bars(ax: Axes, rows: dict[str, MemoryBreakdown], capacity_gib: float 
         for part, color in MEMORY_COLORS.items():
             width = parts[part]
             ax.barh(i, width, left=left, color=color, hatch="//" if over else None,
-                    edgecolor="white" if not over else "black", linewidth=0.5,
-                    label=part if i == 0 else None)
+                    edgecolor="white" if not over else "black", linewidth=0.5)
             left += width
         ax.text(left, i, f" {left:,.1f}", va="center", fontsize=9)
     cap = capacity_gib
@@ -77,12 +81,15 @@ def memory_bars(ax: Axes, rows: dict[str, MemoryBreakdown], capacity_gib: float 
         cap = rows[labels[0]].gib()["capacity"]
     if cap is not None and cap != float("inf"):
         ax.axvline(cap, color="black", linestyle="--", linewidth=1.2)
-        ax.text(cap, 1.0, f"capacity {cap:,.0f} GiB ", transform=ax.get_xaxis_transform(),
-                fontsize=9, ha="right", va="bottom")
+        ax.text(cap, 0.02, f" capacity {cap:,.0f} GiB", transform=ax.get_xaxis_transform(),
+                fontsize=9, ha="left", va="bottom")
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("memory per GPU (GiB)")
     ax.set_ylim(len(labels) - 0.4, -0.6)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    handles = [Patch(color=c, label=p) for p, c in MEMORY_COLORS.items()]
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="does not fit"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9,
+              frameon=False)
     if title:
         ax.set_title(title)
 

@@ -28,7 +28,7 @@ _STYLE = """
 def figure_png(fig: Figure, dpi: int = 90) -> bytes:
     """Render a matplotlib ``Figure`` (not pyplot) to PNG bytes for an ``ipywidgets.Image``."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     return buf.getvalue()
 
 
