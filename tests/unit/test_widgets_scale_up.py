@@ -1,0 +1,101 @@
+"""The explorers of notebooks 00 and 01 without a browser: set controls, read numbers and chart."""
+
+import time
+
+import pytest
+from scaleout import glossary, scaling, units
+from scaleout.widgets.scale_up import GlossaryExplorer, ScaleUpExplorer, html_table
+
+
+# ------------------------------------------------------------------------- 01: scale-up
+@pytest.fixture
+def explorer():
+    return ScaleUpExplorer(model="gpt3-175b", gpu="A100-SXM4-80GB", recipe="mixed-adam")
+
+
+def test_initial_numbers_match_library(explorer):
+    assert explorer.error is None
+    plan = explorer.result["plan"]
+    assert plan == scaling.holding_plan("gpt3-175b", "A100-SXM4-80GB", "mixed-adam")
+    assert plan.weights == 350e9 and plan.state == 2.8e12
+    assert (plan.gpus_for_weights, plan.gpus_for_state) == (5, 33)
+    assert explorer.result["gib"]["weights"] == pytest.approx(units.bytes_to_gib(350e9))
+    assert explorer.result["biggest"].name == "GB200 NVL72"
+    assert explorer.image.format == "svg+xml" and bytes(explorer.image.value).startswith(b"<svg")
+    assert "does not fit in one 8-GPU domain" in explorer.readout.value
+
+
+def test_controls_change_numbers_and_chart(explorer):
+    before = explorer.image.value
+    explorer.controls["gpu"].value = "GB200"
+    plan = explorer.result["plan"]
+    assert plan.gpu.name == "GB200" and plan.domain_gpus == 72
+    assert plan.gpus_for_state == scaling.gpus_to_hold(2.8e12, "GB200") == 15
+    assert plan.state_fits_domain
+    assert explorer.image.value != before
+    explorer.controls["recipe"].value = "fp32-sgd-momentum"
+    assert explorer.result["plan"].state == pytest.approx(175e9 * 12)
+    explorer.controls["model"].value = "GPT-3"  # an alias works
+    assert explorer.error is None and explorer.result["plan"].model.name == "gpt3-175b"
+
+
+def test_bad_model_shows_message_and_recovers(explorer):
+    good = explorer.result
+    explorer.controls["model"].value = "gpt-5"
+    assert explorer.error.startswith("model 'gpt-5' is not in the catalog")
+    assert "⚠" in explorer.status.value and "model &#x27;gpt-5&#x27;" in explorer.status.value
+    assert explorer.result is good
+    explorer.controls["model"].value = "llama3-70b"
+    assert explorer.error is None and explorer.status.value == ""
+    assert explorer.result["plan"].params == 70.6e9
+
+
+def test_bad_gpu_named(explorer):
+    explorer.controls["gpu"].value = "H900"
+    assert explorer.error.startswith("gpu 'H900' is not in the catalog; did you mean")
+    explorer.controls["gpu"].value = "H100"
+    assert explorer.error is None
+
+
+def test_event_is_fast(explorer):
+    start = time.perf_counter()
+    for name in ("llama3-8b", "megatron-1t", "gpt3-175b", "llama3-405b"):
+        explorer.controls["model"].value = name
+    assert (time.perf_counter() - start) / 4 < 0.05
+
+
+# ------------------------------------------------------------------------- 00: glossary
+@pytest.fixture
+def search():
+    return GlossaryExplorer(query="bubble")
+
+
+def test_glossary_search(search):
+    assert search.error is None
+    assert [t.term for t in search.result.terms] == ["bubble"]
+    assert "버블" in search.readout.value
+    before = search.image.value
+    search.controls["query"].value = "RDMA"
+    assert search.result == glossary.search("RDMA")
+    assert search.result.per_notebook()["07_collectives_allreduce"] >= 1
+    assert search.image.value != before
+    search.controls["notebook"].value = "09_clos_fabrics"  # RDMA is not taught there
+    assert search.error == ("query 'RDMA' matches nothing taught in 09_clos_fabrics; "
+                            "see 07_collectives_allreduce, 12_scale_up_vs_scale_out")
+    search.controls["query"].value = ""
+    assert search.error is None and search.result.terms
+    assert all(t.notebook == "09_clos_fabrics" for t in search.result.terms)
+
+
+def test_glossary_bad_query_shows_message_and_recovers(search):
+    search.controls["query"].value = "clso"
+    assert search.error.startswith("query 'clso' matches no glossary term or concept")
+    assert "⚠" in search.status.value and "query" in search.status.value
+    search.controls["query"].value = "Clos"
+    assert search.error is None and search.status.value == ""
+    assert any(t.term == "Clos network" for t in search.result.terms)
+
+
+def test_html_table_escapes():
+    out = html_table(["a", "b"], [("<x>", 1)])
+    assert "&lt;x&gt;" in out and "text-align:right" in out
