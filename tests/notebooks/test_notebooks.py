@@ -1,0 +1,151 @@
+"""Every notebook: committed clean and well-formed, and it runs from top to bottom.
+
+Notebooks are found automatically (``notebooks/NN_*.ipynb`` and ``notebooks/reports/*.ipynb``).
+Each one is checked for its structure, run through papermill with its defaults and with
+every alternative parameter set of ``notebooks/parameter_sets.toml``, and run by nbval in
+lax mode (every cell executed, outputs not compared). Kernels run in the notebook's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import papermill
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+PARAMETER_SETS_FILE = NOTEBOOKS_DIR / "parameter_sets.toml"
+CELL_TIMEOUT = 300  # seconds for any one cell (the slowest take a few seconds here)
+NBVAL_TIMEOUT = 900  # seconds for a whole nbval run of one notebook
+
+pytestmark = pytest.mark.notebook
+
+
+def discover_notebooks() -> list[Path]:
+    """The workbook's notebooks, in order: ``NN_*.ipynb``, then ``reports/*.ipynb``."""
+    return (sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+            + sorted(NOTEBOOKS_DIR.glob("reports/*.ipynb")))
+
+
+def notebook_key(path: Path) -> str:
+    """A notebook's name in ``parameter_sets.toml`` and in test ids: ``02_x``, ``reports/y``."""
+    return path.relative_to(NOTEBOOKS_DIR).with_suffix("").as_posix()
+
+
+def load_parameter_sets() -> dict[str, list[dict[str, Any]]]:
+    """``parameter_sets.toml`` as ``{notebook key: [set, ...]}`` (empty if the file is missing)."""
+    if not PARAMETER_SETS_FILE.is_file():
+        return {}
+    with PARAMETER_SETS_FILE.open("rb") as f:
+        return tomllib.load(f)
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    """Read a notebook as nbformat 4."""
+    return nbformat.read(path, as_version=4)
+
+
+def code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The notebook's code cells, in order."""
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+NOTEBOOKS = discover_notebooks()
+KEYS = [notebook_key(p) for p in NOTEBOOKS]
+PARAMETER_SETS = load_parameter_sets()
+RUNS = [
+    pytest.param(path, params, id=f"{notebook_key(path)}-{label}")
+    for path in NOTEBOOKS
+    for label, params in [("defaults", {}), *(
+        (f"set{i}", s) for i, s in enumerate(PARAMETER_SETS.get(notebook_key(path), []), 1))]
+]
+each_notebook = pytest.mark.parametrize("path", NOTEBOOKS, ids=KEYS)
+
+
+def test_notebooks_are_found() -> None:
+    assert NOTEBOOKS, f"no notebooks found in {NOTEBOOKS_DIR}"
+
+
+def test_parameter_sets_name_existing_notebooks() -> None:
+    stale = sorted(set(PARAMETER_SETS) - set(KEYS))
+    assert not stale, f"{PARAMETER_SETS_FILE.name} has sets for missing notebooks: {stale}"
+
+
+# -- structure --------------------------------------------------------------------------------
+
+@each_notebook
+def test_first_cell_is_tagged_parameters(path: Path) -> None:
+    first = read(path).cells[0]
+    assert first.cell_type == "code", "the first cell must be the code cell of parameters"
+    assert "parameters" in first.metadata.get("tags", []), \
+        "the first cell must carry the tag 'parameters' (papermill injects values after it)"
+
+
+@each_notebook
+def test_committed_without_outputs(path: Path) -> None:
+    dirty = [i for i, cell in enumerate(read(path).cells)
+             if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)]
+    assert not dirty, (f"cells {dirty} have stored outputs or execution counts; clear them "
+                       "(JupyterLab: Edit > Clear Outputs of All Cells) before committing")
+
+
+@each_notebook
+def test_last_code_cell_has_self_checks(path: Path) -> None:
+    last = code_cells(read(path))[-1].source
+    assert re.search(r"^\s*assert\b", last, re.MULTILINE), \
+        "the last code cell must hold the notebook's self-checks (assert statements)"
+
+
+@each_notebook
+def test_kernelspec_is_python3(path: Path) -> None:
+    kernelspec = read(path).metadata.get("kernelspec", {})
+    assert kernelspec.get("name") == "python3", f"kernelspec is {kernelspec!r}, not python3"
+
+
+@each_notebook
+def test_has_alternative_parameter_sets(path: Path) -> None:
+    key = notebook_key(path)
+    sets = PARAMETER_SETS.get(key, [])
+    assert sets, (f"{PARAMETER_SETS_FILE.relative_to(REPO_ROOT)} has no alternative parameter "
+                  f'set for this notebook: add one under [["{key}"]]')
+    known = set(papermill.inspect_notebook(str(path)))
+    for i, params in enumerate(sets, 1):
+        unknown = sorted(set(params) - known)
+        assert not unknown, f"set {i} names {unknown}, not in the parameters cell {sorted(known)}"
+
+
+# -- execution --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("path", "params"), RUNS)
+def test_papermill_run(path: Path, params: dict[str, Any], tmp_path: Path) -> None:
+    papermill.execute_notebook(
+        str(path), str(tmp_path / path.name), parameters=params, kernel_name="python3",
+        cwd=str(path.parent), execution_timeout=CELL_TIMEOUT, progress_bar=False,
+    )
+
+
+@each_notebook
+def test_nbval_lax(path: Path) -> None:
+    """nbval in a child pytest: one kernel for the notebook, every code cell an item."""
+    cmd = [
+        sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+        f"--nbval-cell-timeout={CELL_TIMEOUT}", "-p", "no:cacheprovider", "-o", "addopts=",
+        "-q", "-rs", str(path),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=NBVAL_TIMEOUT, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"nbval failed (exit {proc.returncode}):\n{output}"
+    passed = re.search(r"(\d+) passed", output)
+    n_cells = len(code_cells(read(path)))
+    assert passed and int(passed.group(1)) == n_cells, \
+        f"nbval should execute all {n_cells} code cells:\n{output}"
