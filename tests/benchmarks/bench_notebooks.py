@@ -1,0 +1,54 @@
+"""The notebook suite: each notebook once through papermill with its defaults, and the total.
+
+Target: the whole suite (kernel starts included) under 60 s on the 2-core reference
+machine, so that ``./workbook test`` stays quick enough to run before every commit.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import papermill
+import pytest
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+TARGET_S = 60.0
+CELL_TIMEOUT = 300
+
+
+def discover_notebooks() -> list[Path]:
+    """The same notebooks as tests/notebooks: ``NN_*.ipynb``, then ``reports/*.ipynb``."""
+    return (sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+            + sorted(NOTEBOOKS_DIR.glob("reports/*.ipynb")))
+
+
+def run(notebook: Path, out_dir: Path) -> float:
+    """Run one notebook with its defaults; return the wall time in seconds."""
+    start = time.perf_counter()
+    papermill.execute_notebook(
+        str(notebook), str(out_dir / notebook.name), kernel_name="python3",
+        cwd=str(notebook.parent), execution_timeout=CELL_TIMEOUT, progress_bar=False,
+    )
+    return time.perf_counter() - start
+
+
+def test_notebook_suite(benchmark, tmp_path: Path, results_table) -> None:
+    notebooks = discover_notebooks()
+    if not notebooks:
+        pytest.fail(f"no notebooks in {NOTEBOOKS_DIR}")
+    times: dict[str, float] = {}
+
+    def run_all() -> None:
+        for nb in notebooks:
+            times[nb.relative_to(NOTEBOOKS_DIR).as_posix()] = run(nb, tmp_path)
+
+    benchmark.pedantic(run_all, rounds=1, iterations=1)
+    total = sum(times.values())
+    benchmark.extra_info.update({name: round(s, 2) for name, s in times.items()})
+    table = results_table("Notebooks: one papermill run each, defaults", ("notebook", "seconds"))
+    table.rows += [(name, f"{s:.1f}") for name, s in times.items()]
+    verdict = "ok" if total < TARGET_S else "TOO SLOW"
+    table.rows.append((f"total ({len(times)} notebooks; target < {TARGET_S:.0f} s: {verdict})",
+                       f"{total:.1f}"))
+    assert total < TARGET_S, f"the notebook suite took {total:.1f} s (target {TARGET_S:.0f} s)"
