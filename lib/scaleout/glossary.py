@@ -39,6 +39,7 @@ __all__ = [
     "load",
     "notebook",
     "search",
+    "term",
     "terms",
     "walk",
 ]
@@ -245,6 +246,23 @@ def walk() -> list[Notebook]:
 def notebook(notebook_id: str) -> Notebook:
     """One notebook of the walk by id (``"01_scale_up_limits"``)."""
     return _default().notebook(notebook_id)
+
+
+def term(name: str) -> Term:
+    """One glossary term by its English term or an alias, case-insensitive (``"all-reduce"``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown term, with close matches suggested.
+    """
+    for t in _default().terms:
+        if str(name).casefold() in (x.casefold() for x in (t.term, *t.aliases)):
+            return t
+    names = [x for t in _default().terms for x in (t.term, *t.aliases)]
+    near = close_matches(str(name), names)
+    hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+    raise ValueError(f"term {name!r} is not in the glossary{hint}")
 
 
 def terms() -> list[Term]:

@@ -144,3 +144,10 @@ def test_library_modules_lists_itself():
     for name in ("units", "catalog", "memory", "compute", "scaling", "glossary", "plotting",
                  "widgets.scale_up"):
         assert mods[name], name
+
+
+def test_term_lookup():
+    assert glossary.term("All-Reduce").korean == "올 리듀스"
+    assert glossary.term("TP").term == "tensor parallelism"
+    with pytest.raises(ValueError, match="term 'all-reduse' is not in the glossary; did you mean"):
+        glossary.term("all-reduse")
