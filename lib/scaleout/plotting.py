@@ -19,7 +19,7 @@ __all__ = [
     "MEMORY_COLORS",
     "WALK_COLORS",
     "holding_bars_svg",
-    "log_hbars",
+    "labelled_hbars",
     "memory_bars",
     "memory_bars_svg",
     "memory_gap",
@@ -111,76 +111,98 @@ WALK_COLORS = {"in a written notebook": "#2ca02c", "in a planned notebook": "#bd
 
 
 def memory_gap(ax: Axes, models: dict[str, tuple[int, float, float]],
-               gpus: dict[str, tuple[int, float]], title: str = "") -> None:
+               gpus: dict[str, tuple[int, float]], title: str = "",
+               weights_label: str = "model: fp16 weights (2 bytes/param)",
+               state_label: str = "model: full training state (16 bytes/param)",
+               highlight: str | None = None,
+               extra: dict[str, tuple[int, float, float]] | None = None) -> None:
     """Model memory against one GPU's memory over the years, on a log scale (GiB).
 
     ``models`` maps a label to ``(year, weights_gib, training_state_gib)``; ``gpus``
     a label to ``(year, hbm_gib)``. Weights and training state are drawn as two
-    series of markers joined by year, GPUs as a staircase of their HBM.
+    series of markers joined by year, GPUs as a staircase of the largest HBM so
+    far. ``highlight`` names a model label to draw in bold; ``extra`` models (same
+    tuples) are drawn as stars, not joined to the others.
     """
     ax.clear()
+    box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
     m_items = sorted(models.items(), key=lambda kv: (kv[1][0], kv[1][1]))
     g_items = sorted(gpus.items(), key=lambda kv: (kv[1][0], kv[1][1]))
     years = [v[0] for _, v in m_items]
     ax.plot(years, [v[2] for _, v in m_items], "s--", color=MEMORY_COLORS["optimizer"],
-            markersize=8, label="model: full training state (16 bytes/param)")
+            markersize=8, label=state_label)
     ax.plot(years, [v[1] for _, v in m_items], "o-", color=MEMORY_COLORS["weights"],
-            markersize=9, linewidth=2, label="model: fp16 weights (2 bytes/param)")
+            markersize=9, linewidth=2, label=weights_label)
     for label, (year, w, _s) in m_items:
-        ax.annotate(label, (year, w), textcoords="offset points", xytext=(8, -4),
-                    fontsize=11, color=MEMORY_COLORS["weights"], va="top")
+        ax.annotate(label, (year, w), textcoords="offset points", xytext=(10, 0),
+                    fontsize=11, color=MEMORY_COLORS["weights"], va="center", bbox=box,
+                    fontweight="bold" if label == highlight else "normal")
+    for label, (year, w, st) in (extra or {}).items():
+        ax.plot([year, year], [w, st], "*", color="#9467bd", markersize=15, zorder=4,
+                linestyle="none", label=f"{label}: weights and training state")
+        ax.annotate(label, (year, w), textcoords="offset points", xytext=(10, 0),
+                    fontsize=11, color="#9467bd", va="center", bbox=box, fontweight="bold")
     g_years = [v[0] for _, v in g_items]
-    ax.plot(g_years, [v[1] for _, v in g_items], "D", color="black", markersize=7,
-            label="one GPU: HBM capacity")
     best: list[float] = []
     for _, (_year, cap) in g_items:
         best.append(max(cap, best[-1]) if best else cap)
     ax.step(g_years, best, where="post", color="black", linewidth=1.5)
+    ax.plot(g_years, [v[1] for _, v in g_items], "D", color="black", markersize=7,
+            label="one GPU: HBM capacity (largest so far: staircase)")
     for label, (year, cap) in g_items:
-        ax.annotate(label, (year, cap), textcoords="offset points", xytext=(6, 6),
-                    fontsize=9.5, rotation=30, ha="left", va="bottom")
+        ax.annotate(label, (year, cap), textcoords="offset points", xytext=(5, -7),
+                    fontsize=10, ha="left", va="top")
     ax.set_yscale("log")
     ax.set_xlabel("year", fontsize=12)
     ax.set_ylabel("memory (GiB = 2³⁰ bytes), log scale", fontsize=12)
     ax.tick_params(labelsize=11)
-    lo = min(years + g_years)
-    hi = max(years + g_years)
-    ax.set_xlim(lo - 0.5, hi + 1.2)
+    everything = [*m_items, *(extra or {}).items()]
+    lo = min([v[0] for _, v in everything] + g_years)
+    hi = max([v[0] for _, v in everything] + g_years)
+    ax.set_xlim(lo - 0.6, hi + 1.0)
     ax.set_xticks(range(lo, hi + 1))
+    top = max(v[2] for _, v in everything)
+    bottom = min([v[1] for _, v in everything] + [v[1] for _, v in g_items])
+    ax.set_ylim(bottom / 4, top * 3)
     ax.grid(True, which="major", axis="y", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=10.5, frameon=False)
+    ax.legend(loc="lower right", fontsize=10.5, frameon=True, framealpha=0.9)
     if title:
         ax.set_title(title, fontsize=13)
 
 
-def log_hbars(ax: Axes, rows: dict[str, tuple[float, str]], xlabel: str,
-              lines: dict[str, float] | None = None, title: str = "",
-              color: str = "#1f77b4") -> None:
-    """Horizontal bars on a log x axis, each annotated with its own text.
+def labelled_hbars(ax: Axes, rows: dict[str, tuple[float, str]], xlabel: str,
+                   lines: dict[str, float] | None = None, title: str = "",
+                   colors: str | list[str] = "#1f77b4", log: bool = True) -> None:
+    """Horizontal bars, each annotated with its own text, on a log (or linear) x axis.
 
     ``rows`` maps a bar label to ``(value, annotation)``; ``lines`` draws labelled
-    dashed reference lines (``{"one year": 365.25}``).
+    dashed reference lines (``{"one year": 365.25}``); ``colors`` is one colour or
+    one per bar.
     """
     ax.clear()
     labels = list(rows)
     values = [rows[k][0] for k in labels]
-    ax.barh(range(len(labels)), values, color=color, height=0.6)
+    marks = list((lines or {}).values())
+    ax.barh(range(len(labels)), values, color=colors, height=0.6)
     for i, k in enumerate(labels):
-        ax.text(values[i] * 1.15, i, rows[k][1], va="center", fontsize=11)
+        x = values[i] * 1.15 if log else values[i] + 0.015 * max(values + marks)
+        ax.text(x, i, rows[k][1], va="center", fontsize=11)
     for name, x in (lines or {}).items():
         ax.axvline(x, color="black", linestyle="--", linewidth=1.2)
-        ax.text(x * 1.05, 1.0, name, transform=ax.get_xaxis_transform(), fontsize=10.5,
+        ax.text(x, 1.0, f" {name}", transform=ax.get_xaxis_transform(), fontsize=10.5,
                 va="bottom", ha="left")
-    ax.set_xscale("log")
     ax.set_yticks(range(len(labels)), labels, fontsize=11)
     ax.set_ylim(len(labels) - 0.4, -0.6)
-    ax.set_xlim(min(values + list((lines or {}).values())) / 3,
-                max(values + list((lines or {}).values())) * 20)
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(min(values + marks) / 3, max(values + marks) * 8)
+    else:
+        ax.set_xlim(0, max(values + marks) * 1.2)
     ax.set_xlabel(xlabel, fontsize=12)
     ax.tick_params(axis="x", labelsize=11)
     ax.grid(True, which="major", axis="x", alpha=0.3)
     if title:
-        ax.set_title(title, fontsize=13, pad=18)
+        ax.set_title(title, fontsize=13, pad=18 if lines else 6)
 
 
 def holding_bars_svg(rows: dict[str, dict[str, float]], marker_gib: float,
