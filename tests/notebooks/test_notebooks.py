@@ -68,15 +68,21 @@ def parameter_names(nb: nbformat.NotebookNode) -> set[str]:
     return names
 
 
+def papermill_runs(notebooks: list[Path], sets: dict[str, list[dict[str, Any]]]) -> list[Any]:
+    """One ``pytest.param(path, params)`` per run: defaults, then each alternative set."""
+    runs = []
+    for path in notebooks:
+        key = notebook_key(path)
+        runs.append(pytest.param(path, {}, id=f"{key}-defaults"))
+        runs += [pytest.param(path, params, id=f"{key}-set{i}")
+                 for i, params in enumerate(sets.get(key, []), 1)]
+    return runs
+
+
 NOTEBOOKS = discover_notebooks()
 KEYS = [notebook_key(p) for p in NOTEBOOKS]
 PARAMETER_SETS = load_parameter_sets()
-RUNS = [
-    pytest.param(path, params, id=f"{notebook_key(path)}-{label}")
-    for path in NOTEBOOKS
-    for label, params in [("defaults", {}), *(
-        (f"set{i}", s) for i, s in enumerate(PARAMETER_SETS.get(notebook_key(path), []), 1))]
-]
+RUNS = papermill_runs(NOTEBOOKS, PARAMETER_SETS)
 each_notebook = pytest.mark.parametrize("path", NOTEBOOKS, ids=KEYS)
 
 
