@@ -6,11 +6,15 @@ One module per concept, in the order the workbook walks them:
 module         what it models                                         notebook
 =============  =====================================================  ===========
 ``units``      bytes/bits, GB/GiB, Gb/s vs GB/s, per direction        00, 01
-``catalog``    GPUs, scale-up systems and models from ``data/``       01
+``checks``     input checks that raise clear ``ValueError`` s         all
+``catalog``    GPUs, scale-up systems and models from ``data/``       01, 02
+``glossary``   the walk, its terms (English/Korean), concept map      00
+``scaling``    GPUs needed merely to hold a model; domain capacity    01
 ``memory``     parameters, ZeRO model state, activations per GPU      01, 02
 ``compute``    FLOPs, MFU/HFU, training time                          01, 02
-``widgets``    ipywidgets front ends (no model logic)                 01, 02
-``plotting``   matplotlib figures (no model logic)                    01, 02
+``widgets``    ipywidgets explorers (no model logic)                  00-02
+``plotting``   matplotlib and SVG figures (no model logic)            00-02
+``svgchart``   tiny SVG charts for fast widget redraws                00-02
 =============  =====================================================  ===========
 """
 

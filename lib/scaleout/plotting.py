@@ -225,5 +225,5 @@ def walk_matches_svg(counts: dict[str, tuple[int, bool]], title: str = "") -> by
             for label, (n, written) in counts.items()}
     return svgchart.stacked_hbars(
         rows, WALK_COLORS, xlabel="glossary terms + concepts found (count)", title=title,
-        row_height=26,
+        row_height=26, total_format=",.0f",
     )

@@ -14,7 +14,6 @@ Sources
 * Capacities: each GPU's HBM and each system's GPU count come from the
   vendors' datasheets cited entry by entry in ``data/gpus.toml`` and
   ``data/systems.toml``.
-* Years: the Julian year of 365.25 days (IAU), for turning days into years.
 
 Taught in ``notebooks/01_scale_up_limits.ipynb``.
 """
@@ -29,10 +28,8 @@ from .catalog import GPU, ModelSpec, System
 from .checks import check_choice, check_positive, check_range
 
 __all__ = [
-    "DAYS_PER_YEAR",
     "LANDMARKS",
     "HoldingPlan",
-    "days_to_years",
     "gpus_to_hold",
     "holding_plan",
     "landmark_models",
@@ -45,15 +42,6 @@ __all__ = [
 
 #: Milestones of model size (catalog names): the largest dense models of their years.
 LANDMARKS = ("gpt2-1.5b", "gpt3-175b", "megatron-1t", "llama3-405b")
-
-#: Days in a Julian year (IAU): the year used to express long training times.
-DAYS_PER_YEAR = 365.25
-
-
-def days_to_years(days):
-    """Days to Julian years of 365.25 days: 12,400 days is about 34 years."""
-    return days / DAYS_PER_YEAR
-
 
 def model_params(model: str | ModelSpec) -> float:
     """The parameter count used for a model: the one its source states, else our count.

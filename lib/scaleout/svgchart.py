@@ -43,6 +43,7 @@ def stacked_hbars(
     highlight: str | None = None,
     width: int = 720,
     row_height: int = 34,
+    total_format: str = ",.1f",
 ) -> bytes:
     """Horizontal stacked bars as SVG bytes.
 
@@ -56,6 +57,8 @@ def stacked_hbars(
         An x value drawn as a dashed vertical line (a capacity, a budget).
     highlight
         A row label drawn in bold.
+    total_format
+        Format of the total printed after each bar (``",d"``-like ``",.0f"`` for counts).
     """
     left, right, top = 120, 70, 48 if title else 24
     plot_w = width - left - right
@@ -94,7 +97,7 @@ def stacked_hbars(
                            "</title></rect>")
             acc += v
         out.append(f'<text x="{x(acc) + 4:.1f}" y="{y0 + h / 2 + 4:.1f}"{weight}>'
-                   f"{acc:,.1f}</text>")
+                   f"{acc:{total_format}}</text>")
     if marker is not None and math.isfinite(marker):
         out.append(f'<line x1="{x(marker):.1f}" x2="{x(marker):.1f}" y1="{top - 6}" '
                    f'y2="{bottom}" stroke="black" stroke-width="2" stroke-dasharray="6,4"/>')

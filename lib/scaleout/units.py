@@ -27,6 +27,7 @@ from __future__ import annotations
 
 __all__ = [
     "BITS_PER_BYTE",
+    "DAYS_PER_YEAR",
     "GB",
     "GIB",
     "KB",
@@ -38,8 +39,10 @@ __all__ = [
     "SECONDS_PER_HOUR",
     "TB",
     "TIB",
+    "both_directions",
     "bytes_to_gb",
     "bytes_to_gib",
+    "days_to_years",
     "gb_to_bytes",
     "gb_to_gib",
     "gbps_to_gbytes_s",
@@ -69,6 +72,8 @@ BITS_PER_BYTE = 8
 # --- time --------------------------------------------------------------------
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 86_400
+#: Days in a Julian year (IAU), for long training times.
+DAYS_PER_YEAR = 365.25
 
 
 def bytes_to_gb(n_bytes):
@@ -123,6 +128,11 @@ def per_direction(bidirectional, directions: int = 2):
     return bidirectional / directions
 
 
+def both_directions(per_dir, directions: int = 2):
+    """A vendor-style both-directions total from a per-direction bandwidth (450 -> 900 GB/s)."""
+    return per_dir * directions
+
+
 def tflops_to_flops(tflops):
     """10**12 FLOP/s to FLOP/s."""
     return tflops * 1e12
@@ -131,3 +141,8 @@ def tflops_to_flops(tflops):
 def seconds_to_days(seconds):
     """Seconds to days (86,400 s)."""
     return seconds / SECONDS_PER_DAY
+
+
+def days_to_years(days):
+    """Days to Julian years of 365.25 days: 12,400 days is about 34 years."""
+    return days / DAYS_PER_YEAR

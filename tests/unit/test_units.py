@@ -32,3 +32,11 @@ def test_arrays_convert_elementwise():
 def test_time_and_flops():
     assert units.seconds_to_days(86_400 * 3) == 3
     assert units.tflops_to_flops(312) == 312e12
+
+
+def test_both_directions_inverts_per_direction():
+    assert units.both_directions(units.per_direction(900)) == 900
+
+
+def test_days_to_julian_years():
+    assert units.days_to_years(365.25 * 34) == 34
