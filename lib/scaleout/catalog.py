@@ -53,8 +53,20 @@ def _f(unit: str, doc: str, **kw) -> Any:
     return field(metadata={"unit": unit, "doc": doc}, **kw)
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Entry:
+    """Fields every catalog entry has besides its figures: other names, remarks, sources."""
+
+    aliases: tuple[str, ...] = _f("", "other names this entry is found by", default=())
+    notes: str = _f("", "what a reader should know about these figures", default="")
+    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _validate(self, type(self).__name__)
+
+
 @dataclass(frozen=True)
-class GPU:
+class GPU(_Entry):
     """One accelerator, as its vendor's datasheet describes it."""
 
     name: str = _f("", "catalog name")
@@ -73,13 +85,6 @@ class GPU:
     fp8_dense_tflops: float | None = _f(
         "TFLOP/s", "peak dense FP8 tensor-core rate; None if unsupported", default=None
     )
-    aliases: tuple[str, ...] = _f("", "other names this GPU is found by", default=())
-    notes: str = _f("", "what a reader should know about these figures", default="")
-    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _validate(self, "GPU")
-
     @property
     def hbm_bytes(self) -> float:
         """HBM capacity in bytes."""
@@ -94,7 +99,7 @@ class GPU:
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(_Entry):
     """A decoder-only transformer's shape.
 
     ``n_kv_heads`` < ``n_heads`` is grouped-query attention; ``gated_mlp`` is a
@@ -120,12 +125,9 @@ class ModelSpec:
     params_published: float | None = _f(
         "parameters", "parameter count stated by the source", default=None
     )
-    aliases: tuple[str, ...] = _f("", "other names", default=())
-    notes: str = _f("", "remarks", default="")
-    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
 
     def __post_init__(self) -> None:
-        _validate(self, "ModelSpec")
+        super().__post_init__()
         kv = self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
         if self.hidden % self.n_heads:
             raise ValueError(
@@ -158,7 +160,7 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
-class System:
+class System(_Entry):
     """A scale-up domain as sold: GPUs joined by one NVLink (or Infinity Fabric) fabric."""
 
     name: str = _f("", "catalog name")
@@ -166,12 +168,6 @@ class System:
     gpus: int = _f("GPUs", "GPUs in the scale-up domain")
     year: int = _f("year", "year of general availability")
     source: str = _f("", "where the figures come from")
-    aliases: tuple[str, ...] = _f("", "other names", default=())
-    notes: str = _f("", "remarks", default="")
-    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _validate(self, "System")
 
 
 # --------------------------------------------------------------------------- validation

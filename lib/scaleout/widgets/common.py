@@ -49,13 +49,7 @@ class Explorer:
 
     def __init__(self, **initial: Any) -> None:
         self.controls: dict[str, W.ValueWidget] = self._build_controls()
-        for name, value in initial.items():
-            if name not in self.controls:
-                raise ValueError(
-                    f"{type(self).__name__} has no control {name!r}; "
-                    f"controls: {', '.join(self.controls)}"
-                )
-            self.controls[name].value = value
+        self.set_values(**initial)
         self.status = W.HTML()
         self.readout = W.HTML()
         self.image = W.Image(format=self.image_format, layout=W.Layout(max_width="100%"))
@@ -91,6 +85,17 @@ class Explorer:
         )
 
     # -- machinery --------------------------------------------------------------------
+    def set_values(self, **values: Any) -> None:
+        """Set controls by name; an unknown name is a ``ValueError`` listing the controls."""
+        for name in values:
+            if name not in self.controls:
+                raise ValueError(
+                    f"{type(self).__name__} has no control {name!r}; "
+                    f"controls: {', '.join(self.controls)}"
+                )
+        for name, value in values.items():
+            self.controls[name].value = value
+
     def values(self) -> dict[str, Any]:
         """Current control values by name."""
         return {name: c.value for name, c in self.controls.items()}

@@ -47,13 +47,7 @@ class MemoryExplorer(Explorer):
         try:
             self.controls["model"].value = catalog.model(model_name).name
             self._fill_dims(self.controls["model"].value)
-            for name, value in initial.items():
-                if name not in self.controls:
-                    raise ValueError(
-                        f"MemoryExplorer has no control {name!r}; "
-                        f"controls: {', '.join(self.controls)}"
-                    )
-                self.controls[name].value = value
+            self.set_values(**initial)
         finally:
             self._filling = False
         self.refresh()
@@ -156,8 +150,8 @@ class MemoryExplorer(Explorer):
                         for k in ("weights", "grads", "optimizer", "activations", "total"))
         return (
             f"<table>{lines}<tr><th>capacity</th><td>{g['capacity']:,.1f} GiB</td></tr>"
-            f"<tr><th>parameters</th><td>{r['params'] / 1e9:,.2f} B</td></tr>"
-            f"<tr><th>per GPU</th><td>{chosen.params_per_gpu / 1e9:,.3f} B</td></tr>"
+            f"<tr><th>parameters</th><td>{r['params'] / 1e9:,.2f} billion</td></tr>"
+            f"<tr><th>params per GPU</th><td>{chosen.params_per_gpu / 1e9:,.3f} billion</td></tr>"
             f"<tr><th>GPUs</th><td>{r['n_gpus']:,}</td></tr>"
             f"<tr><th>in flight</th><td>{chosen.in_flight} micro-batches</td></tr></table>"
             f'<p class="{cls}">ZeRO-{z}: {chosen.verdict()}</p>'
