@@ -30,10 +30,14 @@ __all__ = [
     "DATA_DIR",
     "GPU",
     "ModelSpec",
+    "Link",
     "System",
     "gpu",
     "gpu_names",
     "gpus",
+    "link",
+    "link_names",
+    "links",
     "load_entries",
     "model",
     "model_names",
@@ -48,9 +52,12 @@ __all__ = [
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
-def _f(unit: str, doc: str, **kw) -> Any:
-    """A dataclass field that documents its unit and meaning (read by the loader)."""
-    return field(metadata={"unit": unit, "doc": doc}, **kw)
+def _f(unit: str, doc: str, *, allow_zero: bool = False, **kw) -> Any:
+    """A dataclass field that documents its unit and meaning (read by the loader).
+
+    Numeric fields must be > 0, or >= 0 with ``allow_zero``.
+    """
+    return field(metadata={"unit": unit, "doc": doc, "allow_zero": allow_zero}, **kw)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,6 +177,40 @@ class System(_Entry):
     source: str = _f("", "where the figures come from")
 
 
+@dataclass(frozen=True)
+class Link(_Entry):
+    """A link or network port as the α-β model sees it: one-direction bandwidth and latency."""
+
+    name: str = _f("", "catalog name")
+    technology: str = _f("", "e.g. 'NVLink 4', 'InfiniBand NDR', 'RoCE v2', 'TCP/IP'")
+    scope: str = _f("", "'scale-up' (inside an NVLink domain), 'scale-out' (network) or 'host'")
+    gbytes_s: float = _f("GB/s", "bandwidth per GPU (scale-up) or per port, ONE direction")
+    latency_us: float = _f("us", "one-way small-message latency, end to end, as measured")
+    rdma: bool = _f("", "data moves by DMA without the kernel (RDMA, NVLink loads/stores)")
+    cpu_ghz_per_gbps: float = _f("GHz per Gb/s", "host CPU spent per unit of throughput; 0 if "
+                                 "offloaded", allow_zero=True)
+    year: int = _f("year", "year of general availability")
+    source: str = _f("", "where the figures come from")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.scope not in ("scale-up", "scale-out", "host"):
+            raise ValueError(
+                f"Link {self.name!r}: field 'scope' must be 'scale-up', 'scale-out' or 'host', "
+                f"got {self.scope!r}"
+            )
+
+    @property
+    def latency_s(self) -> float:
+        """α in seconds."""
+        return self.latency_us * 1e-6
+
+    @property
+    def bandwidth_bytes_s(self) -> float:
+        """B in bytes per second, one direction."""
+        return self.gbytes_s * 1e9
+
+
 # --------------------------------------------------------------------------- validation
 _NUMERIC = (int, float)
 
@@ -209,8 +250,9 @@ def _validate(obj, kind: str) -> None:
                 f"{label}: field {f.name!r} must be {' or '.join(names)}, got {value!r}"
             )
         if isinstance(value, _NUMERIC) and not isinstance(value, bool):
-            if value <= 0:
-                raise ValueError(f"{label}: field {f.name!r} must be > 0, got {value!r}")
+            if value < 0 or (value == 0 and not f.metadata.get("allow_zero")):
+                bound = ">= 0" if f.metadata.get("allow_zero") else "> 0"
+                raise ValueError(f"{label}: field {f.name!r} must be {bound}, got {value!r}")
         if f.name in ("name", "source") and not str(value).strip():
             raise ValueError(f"{label}: field {f.name!r} must not be empty")
     if isinstance(obj.aliases, list):
@@ -282,6 +324,11 @@ def _models() -> dict[str, ModelSpec]:
 
 
 @functools.cache
+def _links() -> dict[str, Link]:
+    return load_entries(DATA_DIR / "links.toml", "link", Link)
+
+
+@functools.cache
 def _systems() -> dict[str, System]:
     found = load_entries(DATA_DIR / "systems.toml", "system", System)
     for s in found.values():
@@ -335,6 +382,25 @@ def model(spec: str | ModelSpec | dict) -> ModelSpec:
     if isinstance(spec, dict):
         return ModelSpec(**{"source": "user-defined", "name": "custom", **spec})
     return _lookup("model", _models(), spec)
+
+
+def link(spec: str | Link | dict) -> Link:
+    """A link or network port (``"NVLink 4"``, ``"InfiniBand NDR"``, ``"TCP 100GbE"``)."""
+    if isinstance(spec, Link):
+        return spec
+    if isinstance(spec, dict):
+        return Link(**{"source": "user-defined", "name": "custom", "year": 2025, **spec})
+    return _lookup("link", _links(), spec)
+
+
+def links() -> list[Link]:
+    """Every catalog link, in file order."""
+    return list(_links().values())
+
+
+def link_names() -> list[str]:
+    """Catalog link names, in file order."""
+    return [x.name for x in links()]
 
 
 def system(spec: str | System) -> System:

@@ -1,0 +1,277 @@
+"""Collectives: the α-β cost of all-reduce and its relatives, by algorithm.
+
+In the α-β (latency-bandwidth, or "Hockney") model a message of ``S`` bytes
+between two GPUs takes ``α + S/B``: a fixed start-up latency α (seconds) and
+``1/B`` seconds per byte at bandwidth B (bytes per second, **one direction**).
+A collective algorithm is then counted by its *steps* (each pays α) and the
+*bytes each GPU sends* (each pays 1/B):
+
+``time = steps · α + bytes_per_gpu / B``
+
+Sources
+-------
+* Thakur, Rabenseifner, Gropp 2005, "Optimization of Collective Communication
+  Operations in MPICH" (IJHPCA 19(1)), Sec. 4: ring, recursive doubling,
+  recursive halving, Rabenseifner's reduce-scatter + all-gather all-reduce.
+* Patarasuk & Yuan 2009, "Bandwidth optimal all-reduce algorithms for clusters
+  of workstations" (JPDC 69(2)): no all-reduce moves less than
+  ``2(n-1)/n · S`` per GPU; the ring reaches that bound.
+* Sanders, Speck, Träff 2009, "Two-tree algorithms for full bandwidth
+  broadcast, reduction and scan" (Parallel Computing 35(12)), and NCCL 2.4's
+  double binary trees (Jeaugey 2019, NVIDIA developer blog "Massively Scale
+  Your Deep Learning Training with NCCL 2.4"): logarithmic latency at full
+  bandwidth.
+* Graham et al. 2016, "Scalable Hierarchical Aggregation Protocol (SHArP)"
+  (COMHPC@SC16): the switches reduce, so each GPU sends and receives S once.
+* NCCL-tests, ``doc/PERFORMANCE.md``: algorithm bandwidth ``algbw = S / t``
+  and bus bandwidth ``busbw = algbw · F`` with F per collective (see
+  :data:`BUSBW_FACTORS`).
+
+Sizes ``S`` follow NCCL-tests: for all-reduce, reduce-scatter's input,
+broadcast and reduce, the buffer each GPU holds; for all-gather the gathered
+output; for all-to-all the buffer each GPU sends in total.
+
+Every function takes numpy arrays for ``size_bytes`` (and ``n`` where noted),
+so a sweep over message sizes is one call.
+
+Taught in ``notebooks/07_all_reduce_cost.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import catalog
+from .checks import check_choice, check_int, check_positive
+
+__all__ = [
+    "ALGORITHMS",
+    "BUSBW_FACTORS",
+    "OPS",
+    "AlphaBeta",
+    "algbw",
+    "busbw",
+    "busbw_factor",
+    "collective_time",
+    "hierarchical_all_reduce_time",
+    "lower_bound_bytes",
+    "ring_all_reduce_time",
+]
+
+#: Collective operations, named as NCCL names them.
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all")
+#: Algorithms of :func:`collective_time`.
+ALGORITHMS = ("ring", "tree", "halving_doubling", "sharp")
+
+
+@dataclass(frozen=True)
+class AlphaBeta:
+    """A link as the α-β model sees it: start-up latency and one-direction bandwidth."""
+
+    latency_s: float
+    bandwidth_bytes_s: float
+
+    def __post_init__(self) -> None:
+        check_positive("latency_s", self.latency_s, allow_zero=True)
+        check_positive("bandwidth_bytes_s", self.bandwidth_bytes_s)
+
+    @property
+    def beta_s_per_byte(self) -> float:
+        """β = 1/B, seconds per byte."""
+        return 1.0 / self.bandwidth_bytes_s
+
+
+def _sizes(size_bytes):
+    arr = np.asarray(size_bytes, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"size_bytes must be finite numbers >= 0, got {size_bytes!r}")
+    return arr
+
+
+def _link(link) -> AlphaBeta:
+    if isinstance(link, AlphaBeta):
+        return link
+    if isinstance(link, str):
+        link = catalog.link(link)
+    # catalog links (scaleout.catalog.Link) and anything with the two figures
+    try:
+        return AlphaBeta(link.latency_s, link.bandwidth_bytes_s)
+    except AttributeError:
+        raise ValueError(
+            f"link must be a catalog link name, a catalog Link or an AlphaBeta, got {link!r}"
+        ) from None
+
+
+def _out(value):
+    return float(value) if np.ndim(value) == 0 else value
+
+
+# =========================================================================== bus bandwidth
+#: NCCL-tests' bus-bandwidth factors F(n): busbw = algbw · F (doc/PERFORMANCE.md).
+BUSBW_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+}
+
+
+def busbw_factor(op: str, n: int) -> float:
+    """F(n) of NCCL-tests: 2(n−1)/n for all-reduce, (n−1)/n for reduce-scatter,
+    all-gather and all-to-all, 1 for broadcast and reduce."""
+    op = check_choice("op", op, OPS)
+    n = check_int("n", n)
+    return float(BUSBW_FACTORS[op](n))
+
+
+def algbw(size_bytes, time_s):
+    """Algorithm bandwidth S / t in bytes per second (NCCL-tests)."""
+    return _out(_sizes(size_bytes) / np.asarray(time_s, dtype=float))
+
+
+def busbw(size_bytes, time_s, op: str, n: int):
+    """Bus bandwidth algbw · F(n): comparable to the link's peak whatever n is (NCCL-tests)."""
+    return _out(np.asarray(algbw(size_bytes, time_s)) * busbw_factor(op, n))
+
+
+# =========================================================================== lower bound
+def lower_bound_bytes(op: str, size_bytes, n: int):
+    """The fewest bytes one GPU must send for a collective (Patarasuk & Yuan 2009).
+
+    All-reduce ``2(n−1)/n · S``; reduce-scatter, all-gather, all-to-all
+    ``(n−1)/n · S``; broadcast and reduce ``S`` (the root's data must leave it,
+    or every input must reach the root). This is what :func:`busbw` normalises by.
+    """
+    return _out(_sizes(size_bytes) * busbw_factor(op, n))
+
+
+# =========================================================================== algorithms
+def ring_all_reduce_time(size_bytes, n: int, latency_s: float, bandwidth_bytes_s: float):
+    """Ring all-reduce: ``2(n−1)·α + 2(n−1)/n · S/B``.
+
+    A reduce-scatter then an all-gather around a ring, each of ``n−1`` steps
+    moving ``S/n`` per GPU per step (Thakur et al. 2005, Sec. 4.4; Patarasuk &
+    Yuan 2009). Bandwidth-optimal; latency grows linearly with n.
+    """
+    return collective_time("all_reduce", size_bytes, n,
+                           AlphaBeta(latency_s, bandwidth_bytes_s), "ring")
+
+
+def _steps_and_bytes(op: str, algorithm: str, S, n: int):
+    """(latency steps, bytes sent per GPU) of one algorithm (array-friendly in S)."""
+    lg = math.ceil(math.log2(n)) if n > 1 else 0
+    frac = (n - 1) / n
+    if n == 1:
+        return 0, S * 0.0
+    if algorithm == "ring":
+        table = {
+            "all_reduce": (2 * (n - 1), 2 * frac * S),
+            "reduce_scatter": (n - 1, frac * S),
+            "all_gather": (n - 1, frac * S),
+            "all_to_all": (n - 1, frac * S),
+            # pipelined chain: bandwidth-optimal broadcast/reduce for large S
+            "broadcast": (n - 1, S),
+            "reduce": (n - 1, S),
+        }
+    elif algorithm == "tree":
+        # double binary tree: each half of the data goes up one tree and down the other;
+        # full bandwidth (every GPU sends about S in each phase), log n latency.
+        table = {
+            "all_reduce": (2 * lg, 2 * S),
+            "broadcast": (lg, S),
+            "reduce": (lg, S),
+        }
+    elif algorithm == "halving_doubling":
+        # Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive
+        # doubling; binomial-tree broadcast/reduce (Thakur et al. 2005, Sec. 4)
+        table = {
+            "all_reduce": (2 * lg, 2 * frac * S),
+            "reduce_scatter": (lg, frac * S),
+            "all_gather": (lg, frac * S),
+            "broadcast": (lg, lg * S),
+            "reduce": (lg, lg * S),
+        }
+    else:  # sharp: switches aggregate; each GPU sends S up and receives S down
+        table = {
+            "all_reduce": (2, S),
+            "reduce": (1, S),
+            "broadcast": (1, S),
+        }
+    if op not in table:
+        raise ValueError(
+            f"op={op!r} has no {algorithm!r} algorithm here; {algorithm!r} models "
+            f"{', '.join(table)}"
+        )
+    return table[op]
+
+
+def collective_time(
+    op: str,
+    size_bytes,
+    n: int,
+    link,
+    algorithm: str = "ring",
+):
+    """Time of one collective in the α-β model: ``steps · α + bytes_per_gpu / B``.
+
+    ==================  ================================  ==============================
+    algorithm           all-reduce steps                  all-reduce bytes per GPU
+    ==================  ================================  ==============================
+    ``ring``            ``2(n−1)``                        ``2(n−1)/n · S`` (optimal)
+    ``tree``            ``2⌈log2 n⌉``                     ``2S`` (double binary tree)
+    ``halving_doubling````2⌈log2 n⌉``                     ``2(n−1)/n · S`` (Rabenseifner)
+    ``sharp``           ``2``                             ``S`` (in-network reduction)
+    ==================  ================================  ==============================
+
+    Parameters
+    ----------
+    op
+        One of :data:`OPS`.
+    size_bytes
+        ``S`` in bytes (NCCL-tests' convention, see the module docstring); scalar or array.
+    n
+        GPUs taking part.
+    link
+        A catalog link name (``"InfiniBand NDR"``), a :class:`~scaleout.catalog.Link`
+        or an :class:`AlphaBeta`: the slowest link of the ring or tree, one direction.
+    algorithm
+        One of :data:`ALGORITHMS`.
+    """
+    op = check_choice("op", op, OPS)
+    algorithm = check_choice("algorithm", algorithm, ALGORITHMS)
+    n = check_int("n", n)
+    ab = _link(link)
+    S = _sizes(size_bytes)
+    steps, sent = _steps_and_bytes(op, algorithm, S, n)
+    return _out(steps * ab.latency_s + sent / ab.bandwidth_bytes_s)
+
+
+def hierarchical_all_reduce_time(
+    size_bytes,
+    n_nodes: int,
+    gpus_per_node: int,
+    intra,
+    inter,
+    inter_algorithm: str = "ring",
+):
+    """Two-level all-reduce: reduce-scatter inside each node, all-reduce across nodes, all-gather.
+
+    Each of the ``gpus_per_node`` GPUs of a node ends the intra-node
+    reduce-scatter owning ``S / gpus_per_node``; GPUs with the same local rank
+    all-reduce that shard across the ``n_nodes`` nodes (one "rail" each, all
+    rails at once), then each node all-gathers (Thakur et al. 2005; the
+    structure of NCCL's and Horovod's hierarchical all-reduce). The slow
+    inter-node links carry only ``1/gpus_per_node`` of the data per GPU.
+    """
+    n_nodes = check_int("n_nodes", n_nodes)
+    g = check_int("gpus_per_node", gpus_per_node)
+    S = _sizes(size_bytes)
+    t = collective_time("reduce_scatter", S, g, intra) if g > 1 else 0.0
+    t = t + collective_time("all_reduce", S / g, n_nodes, inter, inter_algorithm)
+    t = t + (collective_time("all_gather", S, g, intra) if g > 1 else 0.0)
+    return _out(t)

@@ -1,0 +1,96 @@
+"""scaleout.collectives: α-β costs against their closed forms and NCCL-tests' definitions."""
+
+import math
+
+import numpy as np
+import pytest
+
+from scaleout import catalog
+from scaleout import collectives as C
+
+AB = C.AlphaBeta(latency_s=5e-6, bandwidth_bytes_s=50e9)
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 64, 1000])
+@pytest.mark.parametrize("size", [8.0, 1e6, 1e9])
+def test_ring_all_reduce_exact(n, size):
+    """2(n−1)·α + 2(n−1)/n · S/B exactly (Thakur et al. 2005; Patarasuk & Yuan 2009)."""
+    want = 2 * (n - 1) * 5e-6 + 2 * (n - 1) / n * size / 50e9
+    assert math.isclose(C.ring_all_reduce_time(size, n, 5e-6, 50e9), want, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize(("op", "factor"), [
+    ("all_reduce", lambda n: 2 * (n - 1) / n), ("reduce_scatter", lambda n: (n - 1) / n),
+    ("all_gather", lambda n: (n - 1) / n), ("all_to_all", lambda n: (n - 1) / n),
+    ("broadcast", lambda n: 1.0), ("reduce", lambda n: 1.0)])
+@pytest.mark.parametrize("n", [2, 8, 16, 1024])
+def test_busbw_factors_as_nccl_tests_define_them(op, factor, n):
+    assert math.isclose(C.busbw_factor(op, n), factor(n))
+    assert math.isclose(C.busbw(1e9, 0.01, op, n), 1e9 / 0.01 * factor(n))
+
+
+@pytest.mark.parametrize("op", C.OPS)
+def test_ring_meets_the_bandwidth_lower_bound(op):
+    n, S = 16, 1e9
+    bw_part = C.collective_time(op, S, n, C.AlphaBeta(0.0, 1.0))
+    assert math.isclose(bw_part, C.lower_bound_bytes(op, S, n))
+
+
+def test_no_algorithm_beats_the_lower_bound():
+    n, S, free = 32, 1e9, C.AlphaBeta(0.0, 1.0)
+    bound = C.lower_bound_bytes("all_reduce", S, n)
+    for algo in ("ring", "tree", "halving_doubling"):
+        assert C.collective_time("all_reduce", S, n, free, algo) >= bound - 1e-6
+    # in-network reduction is not bound by it: the switch does the adding
+    assert C.collective_time("all_reduce", S, n, free, "sharp") == S < bound
+
+
+def test_tree_latency_is_logarithmic():
+    lat_only = C.AlphaBeta(1.0, 1e30)
+    assert C.collective_time("all_reduce", 8, 1024, lat_only, "tree") == pytest.approx(20)
+    assert C.collective_time("all_reduce", 8, 1024, lat_only, "ring") == pytest.approx(2046)
+
+
+def test_arrays_of_sizes_in_one_call():
+    sizes = np.logspace(0, 10, 11)
+    out = C.collective_time("all_reduce", sizes, 8, AB)
+    assert out.shape == (11,) and np.all(np.diff(out) > 0)
+
+
+def test_hierarchical_moves_a_gpus_per_node_fraction_over_the_network():
+    nv, ib = catalog.link("NVLink 4"), catalog.link("InfiniBand NDR")
+    S, nodes, g = 1e9, 16, 8
+    t = C.hierarchical_all_reduce_time(S, nodes, g, nv, ib)
+    want = (C.collective_time("reduce_scatter", S, g, nv)
+            + C.collective_time("all_reduce", S / g, nodes, ib)
+            + C.collective_time("all_gather", S, g, nv))
+    assert math.isclose(t, want)
+    assert t < C.collective_time("all_reduce", S, nodes * g, ib)
+
+
+def test_link_names_accepted():
+    assert C.collective_time("all_reduce", 1e9, 8, "NDR") == C.collective_time(
+        "all_reduce", 1e9, 8, catalog.link("InfiniBand NDR"))
+
+
+def test_catalog_links_are_alpha_beta_links():
+    ndr = catalog.link("NDR")
+    assert ndr.bandwidth_bytes_s == 50e9 and ndr.latency_s == 1e-6
+    assert catalog.link("TCP").cpu_ghz_per_gbps > 0 and catalog.link("NDR").cpu_ghz_per_gbps == 0
+    for link in catalog.links():
+        assert link.source.strip()
+
+
+@pytest.mark.parametrize(("call", "pattern"), [
+    (lambda: C.collective_time("allreduce", 1, 8, AB), r"op must be one of .*did you mean"),
+    (lambda: C.collective_time("all_reduce", -1, 8, AB), r"size_bytes must be finite numbers >= 0"),
+    (lambda: C.collective_time("all_reduce", 1, 0, AB), r"n must be a whole number >= 1, got 0"),
+    (lambda: C.collective_time("all_to_all", 1, 8, AB, "tree"), r"has no 'tree' algorithm"),
+    (lambda: C.collective_time("all_reduce", 1, 8, 42), r"link must be a catalog link name"),
+    (lambda: C.collective_time("all_reduce", 1, 8, "NRD"), r"link 'NRD' is not in the catalog"),
+    (lambda: C.AlphaBeta(1e-6, 0), r"bandwidth_bytes_s must be a finite number > 0, got 0"),
+    (lambda: catalog.link("NVLink 9"), r"link 'NVLink 9' is not in the catalog; did you mean"),
+])
+def test_bad_input(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
