@@ -29,8 +29,8 @@ from .checks import check_choice, close_matches
 __all__ = [
     "DATA_DIR",
     "GPU",
-    "ModelSpec",
     "Link",
+    "ModelSpec",
     "System",
     "gpu",
     "gpu_names",

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-
 from scaleout import catalog
 from scaleout import collectives as C
 
