@@ -32,6 +32,7 @@ __all__ = [
     "Link",
     "ModelSpec",
     "System",
+    "check_fields",
     "gpu",
     "gpu_names",
     "gpus",
@@ -43,9 +44,11 @@ __all__ = [
     "model_names",
     "models",
     "published",
+    "read_toml",
     "system",
     "system_names",
     "systems",
+    "table_entries",
 ]
 
 #: Where the catalogs live (``<repo>/data``); the package is installed editable from ``lib/``.
@@ -259,6 +262,37 @@ def _validate(obj, kind: str) -> None:
         object.__setattr__(obj, "aliases", tuple(obj.aliases))
 
 
+def read_toml(path: Path | str, what: str = "catalog") -> dict[str, Any]:
+    """Parse a TOML data file; a missing or malformed file is a ``ValueError`` naming it."""
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: {what} file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML ({exc})") from None
+
+
+def table_entries(raw: dict[str, Any], table: str, path: Path | str) -> list[dict[str, Any]]:
+    """The ``[[table]]`` entries of a parsed file; none is a ``ValueError`` naming the file."""
+    entries = raw.get(table)
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{Path(path).name}: expected one or more [[{table}]] entries")
+    return entries
+
+
+def check_fields(entry: dict[str, Any], known: set[str], required: set[str], where: str) -> None:
+    """Raise for the first unknown field (suggesting a close one) or missing required field."""
+    unknown = sorted(set(entry) - known)
+    if unknown:
+        near = close_matches(unknown[0], known)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"{where}: unknown field {unknown[0]!r}{hint}")
+    missing = sorted(required - set(entry))
+    if missing:
+        raise ValueError(f"{where}: missing field {missing[0]!r}")
+
+
 def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
     """Load ``[[table]]`` entries of a TOML file into ``cls`` instances, keyed by name.
 
@@ -269,15 +303,7 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
         a wrong type, a non-positive figure, a duplicate name, malformed TOML.
     """
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: catalog file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: not valid TOML ({exc})") from None
-    entries = raw.get(table)
-    if not isinstance(entries, list) or not entries:
-        raise ValueError(f"{path}: expected one or more [[{table}]] entries")
+    entries = table_entries(read_toml(path), table, path)
     known = {f.name for f in dataclasses.fields(cls)}
     required = {
         f.name
@@ -287,15 +313,7 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, entry in enumerate(entries, start=1):
         where = f"{path.name}: [[{table}]] entry {i} ({entry.get('name', '<no name>')!r})"
-        unknown = sorted(set(entry) - known)
-        if unknown:
-            bad = unknown[0]
-            near = close_matches(bad, known)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise ValueError(f"{where}: unknown field {bad!r}{hint}")
-        missing = sorted(required - set(entry))
-        if missing:
-            raise ValueError(f"{where}: missing field {missing[0]!r}")
+        check_fields(entry, known, required, where)
         for key, src in entry.get("sources", {}).items():
             if key not in known:
                 raise ValueError(f"{where}: sources names unknown field {key!r}")
@@ -418,7 +436,7 @@ def published(table: str) -> dict[str, Any]:
     """
     names = sorted(p.stem for p in (DATA_DIR / "published").glob("*.toml"))
     path = DATA_DIR / "published" / f"{check_choice('table', table, names)}.toml"
-    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    raw = read_toml(path, "published table")
     if not str(raw.get("source", "")).strip():
         raise ValueError(f"{path.name}: missing field 'source'")
     return raw

@@ -18,11 +18,10 @@ import functools
 import importlib
 import pkgutil
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalog import DATA_DIR
+from .catalog import DATA_DIR, check_fields, read_toml, table_entries
 from .checks import check_choice, close_matches
 
 __all__ = [
@@ -127,24 +126,9 @@ _FIELDS: dict[str, tuple[type, set[str], set[str]]] = {
 }
 
 
-def _entries(raw: dict, table: str, path: Path) -> list[dict]:
-    entries = raw.get(table)
-    if not isinstance(entries, list) or not entries:
-        raise ValueError(f"{path.name}: expected one or more [[{table}]] entries")
-    return entries
-
-
 def _check_entry(entry: dict, table: str, where: str) -> None:
     _, required, optional = _FIELDS[table]
-    known = required | optional
-    unknown = sorted(set(entry) - known)
-    if unknown:
-        near = close_matches(unknown[0], known)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise ValueError(f"{where}: unknown field {unknown[0]!r}{hint}")
-    missing = sorted(required - set(entry))
-    if missing:
-        raise ValueError(f"{where}: missing field {missing[0]!r}")
+    check_fields(entry, required | optional, required, where)
     for key, value in entry.items():
         if key == "aliases":
             if not isinstance(value, list) or not all(
@@ -170,12 +154,7 @@ def load(path: Path | str = GLOSSARY_PATH, notebooks_dir: Path | str = NOTEBOOKS
     """
     path = Path(path)
     notebooks_dir = Path(notebooks_dir)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: glossary file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: not valid TOML ({exc})") from None
+    raw = read_toml(path, "glossary")
     unknown_tables = sorted(set(raw) - set(_FIELDS))
     if unknown_tables:
         raise ValueError(
@@ -184,7 +163,7 @@ def load(path: Path | str = GLOSSARY_PATH, notebooks_dir: Path | str = NOTEBOOKS
         )
 
     notebooks: list[Notebook] = []
-    for i, e in enumerate(_entries(raw, "notebook", path), start=1):
+    for i, e in enumerate(table_entries(raw, "notebook", path), start=1):
         where = f"{path.name}: [[notebook]] entry {i} ({e.get('id', '<no id>')!r})"
         _check_entry(e, "notebook", where)
         if any(nb.id == e["id"] for nb in notebooks):
@@ -208,7 +187,7 @@ def load(path: Path | str = GLOSSARY_PATH, notebooks_dir: Path | str = NOTEBOOKS
 
     found_terms: list[Term] = []
     seen: dict[str, str] = {}
-    for i, e in enumerate(_entries(raw, "term", path), start=1):
+    for i, e in enumerate(table_entries(raw, "term", path), start=1):
         where = f"{path.name}: [[term]] entry {i} ({e.get('term', '<no term>')!r})"
         _check_entry(e, "term", where)
         check_notebook(e, where)
@@ -224,7 +203,7 @@ def load(path: Path | str = GLOSSARY_PATH, notebooks_dir: Path | str = NOTEBOOKS
         found_terms.append(Term(**{**e, "aliases": tuple(e.get("aliases", ()))}))
 
     found_concepts: list[Concept] = []
-    for i, e in enumerate(_entries(raw, "concept", path), start=1):
+    for i, e in enumerate(table_entries(raw, "concept", path), start=1):
         where = f"{path.name}: [[concept]] entry {i} ({e.get('concept', '<no concept>')!r})"
         _check_entry(e, "concept", where)
         check_notebook(e, where)
