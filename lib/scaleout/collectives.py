@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import catalog
+from . import catalog, units
 from .checks import check_choice, check_int, check_positive
 
 __all__ = [
@@ -53,11 +53,16 @@ __all__ = [
     "OPS",
     "AlphaBeta",
     "algbw",
+    "algorithm_crossover_bytes",
     "busbw",
     "busbw_factor",
     "collective_time",
+    "cost_terms",
+    "crossover_bytes",
     "hierarchical_all_reduce_time",
+    "host_cpu_cores",
     "lower_bound_bytes",
+    "nccl_tests_prediction",
     "ring_all_reduce_time",
 ]
 
@@ -275,3 +280,99 @@ def hierarchical_all_reduce_time(
     t = t + collective_time("all_reduce", S / g, n_nodes, inter, inter_algorithm)
     t = t + (collective_time("all_gather", S, g, intra) if g > 1 else 0.0)
     return _out(t)
+
+
+# =========================================================================== terms, crossovers
+def cost_terms(op: str, size_bytes, n: int, algorithm: str = "ring"):
+    """The two counts of the α-β model: ``(steps, bytes_per_gpu)`` of one collective.
+
+    ``collective_time`` is ``steps · α + bytes_per_gpu / B``; these are the
+    coefficients of α and of β = 1/B, the columns of a least-squares fit of α and
+    β to measured times (:func:`scaleout.calibration.fit_alpha_beta`). ``steps``
+    is an ``int``; ``bytes_per_gpu`` has the shape of ``size_bytes``.
+    """
+    op = check_choice("op", op, OPS)
+    algorithm = check_choice("algorithm", algorithm, ALGORITHMS)
+    n = check_int("n", n)
+    steps, sent = _steps_and_bytes(op, algorithm, _sizes(size_bytes), n)
+    return int(steps), _out(sent)
+
+
+def crossover_bytes(op: str, n: int, link, algorithm: str = "ring") -> float:
+    """The message size at which the latency and bandwidth terms are equal.
+
+    Below it a collective is latency-bound (``steps · α`` dominates), above it
+    bandwidth-bound. Every algorithm here sends bytes in proportion to ``S``
+    (``bytes_per_gpu = c · S``), so ``S* = steps · α · B / c``. For a ring
+    all-reduce ``S* = n · α · B``: it grows with the number of GPUs. ``inf``
+    if the collective sends nothing (n = 1); 0 on a link without latency.
+    """
+    ab = _link(link)
+    steps, per_byte = cost_terms(op, 1.0, n, algorithm)
+    if per_byte == 0:
+        return math.inf
+    return steps * ab.latency_s * ab.bandwidth_bytes_s / per_byte
+
+
+def algorithm_crossover_bytes(op: str, n: int, link, first: str, second: str) -> float:
+    """The message size at which two algorithms take the same time (α-β model).
+
+    With ``steps_i · α + c_i · S / B`` for each, ``S = (steps_2 − steps_1) · α · B / (c_1 − c_2)``.
+    Returns ``nan`` when the lines do not cross at a positive size (one algorithm
+    is faster, or as fast, at every size). Example: the double binary tree beats
+    the ring below this size at large n (fewer steps), the ring wins above it
+    (fewer bytes: ``2(n−1)/n · S`` against ``2S``).
+    """
+    ab = _link(link)
+    s1, c1 = cost_terms(op, 1.0, n, first)
+    s2, c2 = cost_terms(op, 1.0, n, second)
+    if c1 == c2:
+        return math.nan
+    size = (s2 - s1) * ab.latency_s * ab.bandwidth_bytes_s / (c1 - c2)
+    return size if size > 0 else math.nan
+
+
+def nccl_tests_prediction(op: str, size_bytes, n: int, link, algorithm: str = "ring"):
+    """What an nccl-tests run would print if the α-β model were exact.
+
+    Returns a dict of arrays (or floats) shaped like ``size_bytes``: ``time_us``,
+    ``algbw_gbytes_s`` (``S / t``) and ``busbw_gbytes_s`` (``algbw · F(n)``), the
+    columns of an nccl-tests ``*_perf`` table (NCCL-tests, ``doc/PERFORMANCE.md``),
+    so a model can be laid over a measured log column by column. A size of 0
+    still pays the latency term and has bandwidths of 0.
+    """
+    t = np.asarray(collective_time(op, size_bytes, n, link, algorithm), dtype=float)
+    S = _sizes(size_bytes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alg = np.where(t > 0, S / np.where(t > 0, t, 1.0), 0.0)
+    return {
+        "time_us": _out(t * 1e6),
+        "algbw_gbytes_s": _out(alg / 1e9),
+        "busbw_gbytes_s": _out(alg * busbw_factor(op, n) / 1e9),
+    }
+
+
+def host_cpu_cores(link, throughput_gbps: float | None = None, core_ghz: float = 3.0) -> float:
+    """Host CPU cores a link's transfers keep busy: ``rate · cpu_ghz_per_gbps / core_ghz``.
+
+    Kernel TCP/IP spends CPU on every byte (system calls, copies, interrupts):
+    the catalog's ``cpu_ghz_per_gbps`` is about 0.1 GHz per Gb/s at best today
+    (Cai et al. 2021, "Understanding Host Network Stack Overheads", SIGCOMM; see
+    ``data/links.toml``), against about 0 for RDMA and NVLink, whose NIC or GPU
+    moves the data. ``throughput_gbps`` defaults to the link's line rate.
+
+    Parameters
+    ----------
+    link
+        A catalog link name or :class:`~scaleout.catalog.Link` (an :class:`AlphaBeta`
+        carries no CPU figure).
+    throughput_gbps
+        Gigabits per second moved (one direction); default: the link's rate.
+    core_ghz
+        Clock of one host core, GHz.
+    """
+    spec = catalog.link(link)
+    core_ghz = check_positive("core_ghz", core_ghz)
+    rate = (units.gbytes_s_to_gbps(spec.gbytes_s) if throughput_gbps is None
+            else check_positive("throughput_gbps", throughput_gbps, allow_zero=True))
+    return rate * spec.cpu_ghz_per_gbps / core_ghz
