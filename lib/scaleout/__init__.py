@@ -12,6 +12,12 @@ module         what it models                                         notebook
 ``scaling``    GPUs needed merely to hold a model; domain capacity    01
 ``memory``     parameters, ZeRO model state, activations per GPU      01, 02
 ``compute``    FLOPs, MFU/HFU, training time                          01, 02
+``collectives``
+               α-β cost of all-reduce and its relatives by algorithm; 07
+               bandwidth lower bound, algbw vs busbw, crossover sizes
+``calibration``
+               nccl-tests / rccl-tests logs parsed and checked;       07
+               α and β fitted to them
 ``widgets``    ipywidgets explorers (no model logic)                  00-02
 ``plotting``   matplotlib and SVG figures (no model logic)            00-02
 ``svgchart``   tiny SVG charts for fast widget redraws                00-02
