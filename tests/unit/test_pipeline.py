@@ -1,0 +1,340 @@
+"""scaleout.pipeline: the simulated schedules against the papers' closed forms and their rules.
+
+* bubble fractions: Narayanan et al. 2021 Sec. 2.2.1-2.2.2, Huang et al. 2019 Sec. 2.3,
+  Qi et al. 2023 Sec. 3.1; activations in flight: Narayanan Sec. 2.2.1, Korthikanti et
+  al. 2022 Sec. 4.2.3;
+* every timeline obeys the rules of a pipeline: one pass at a time per device, each pass
+  after its input (plus the transfer), every pass exactly once, and as early as allowed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scaleout import compute, memory, pipeline
+from scaleout.pipeline import B, F
+
+# (schedule, p, m, v) grids with free transfers and uniform stages
+GRID = (
+    [("gpipe", p, m, 1) for p in (1, 2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16)]
+    + [("1f1b", p, m, 1) for p in (1, 2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16, 33)]
+    + [("interleaved", p, k * p, v) for p in (1, 2, 3, 4, 8) for k in (1, 2, 3, 4)
+       for v in (1, 2, 3, 4)]
+)
+
+
+def _ids(case):
+    return "-".join(map(str, case))
+
+
+def _index(t: pipeline.PipelineTimeline) -> dict[tuple[int, int, int], int]:
+    """``(kind, virtual stage, micro-batch) -> task index``."""
+    stage = t.chunk.astype(int) * t.p + t.device
+    return {(int(k), int(s), int(j)): i
+            for i, (k, s, j) in enumerate(zip(t.kind, stage, t.micro_batch, strict=True))}
+
+
+# =========================================================================== closed forms
+@pytest.mark.parametrize(("schedule", "p", "m", "v"), GRID, ids=map(_ids, GRID))
+@pytest.mark.parametrize("backward", [2.0, 1.0])
+def test_bubble_equals_closed_form(schedule, p, m, v, backward):
+    """Free sends, equal stages: (p - 1)/m, and (p - 1)/(v m) interleaved (Narayanan 2.2)."""
+    t = pipeline.simulate(schedule, p, m, v, forward_s=1.0, backward_s=backward)
+    want = (p - 1) / (v * m)
+    assert t.bubble_fraction == pytest.approx(want, abs=1e-12)
+    assert t.bubble_closed_form == pytest.approx(want, abs=1e-15)
+    assert t.ideal_s == pytest.approx(m * (1.0 + backward))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("m_over_p", [1, 2, 5])
+@pytest.mark.parametrize(("backward", "share"), [(2.0, 0.5), (1.0, 0.5), (2.0, 0.25),
+                                                 (1.5, 1 / 3), (1.0, 0.2)])
+def test_zb_h1_bubble_equals_qi_et_al(p, m_over_p, backward, share):
+    """ZB-H1: (p - 1)(T_F + T_B - T_W) over m (T_F + T_B + T_W) when T_W <= min(T_F, T_B)."""
+    m = m_over_p * p
+    t_f, t_b, t_w = 1.0, backward * (1 - share), backward * share
+    t = pipeline.simulate("zb-h1", p, m, forward_s=t_f, backward_s=backward,
+                          weight_grad_share=share)
+    want = (p - 1) * (t_f + t_b - t_w) / (m * (t_f + t_b + t_w))
+    assert t.bubble_fraction == pytest.approx(want, abs=1e-12)
+    assert t.bubble_closed_form == pytest.approx(want, abs=1e-12)
+
+
+def test_zb_h1_has_a_third_of_1f1bs_bubble_with_equal_passes():
+    """Qi et al.: with T_F = T_B = T_W the bubble drops from 3(p - 1) T_F to (p - 1) T_F."""
+    one = pipeline.simulate("1f1b", 8, 32, forward_s=1.0, backward_s=2.0)
+    zb = pipeline.simulate("zb-h1", 8, 32, forward_s=1.0, backward_s=2.0)
+    assert one.bubble_s == pytest.approx(3 * 7 * 1.0)
+    assert zb.bubble_s == pytest.approx(7 * 1.0)
+
+
+def test_megatron_figure_examples():
+    """Narayanan et al. Figs. 3-4 (p = 4, m = 8): 1F1B bubble 3/8, interleaved (v = 2) 3/16."""
+    assert pipeline.simulate("1f1b", 4, 8).bubble_fraction == pytest.approx(3 / 8)
+    assert pipeline.simulate("interleaved", 4, 8, 2).bubble_fraction == pytest.approx(3 / 16)
+    assert pipeline.bubble_fraction("1f1b", 4, 8) == 3 / 8
+    assert pipeline.bubble_fraction("interleaved", 4, 8, 2) == 3 / 16
+
+
+@pytest.mark.parametrize(("p", "m"), [(2, 1), (4, 4), (4, 16), (8, 3)])
+def test_gpipe_idle_share_of_total_time(p, m):
+    """GPipe Sec. 2.3 states the bubble as a share of the whole: (K - 1)/(M + K - 1)."""
+    t = pipeline.simulate("gpipe", p, m)
+    assert np.allclose(t.idle_fraction, (p - 1) / (m + p - 1))
+
+
+def test_gpipe_with_uneven_stages_and_sends():
+    """All-forward-then-all-backward is a flow shop of identical jobs: each phase takes
+    the sum of its stage times plus (m - 1) times the slowest, and each of the 2 (p - 1)
+    hops adds its send once: sum f + (m-1) max f + sum b + (m-1) max b + 2 (p-1) t."""
+    f = np.array([1.0, 3.0, 2.0, 1.5])
+    b = np.array([2.5, 4.0, 5.0, 3.0])
+    p, m, send = 4, 6, 0.25
+    t = pipeline.simulate("gpipe", p, m, forward_s=f, backward_s=b, transfer_s=send)
+    want = f.sum() + (m - 1) * f.max() + b.sum() + (m - 1) * b.max() + 2 * (p - 1) * send
+    assert t.makespan_s == pytest.approx(want)
+    assert t.ideal_s == pytest.approx(m * (f + b).max())
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 5, 8])
+@pytest.mark.parametrize("send", [0.01, 0.3, 2.0])
+def test_1f1b_pays_sends_on_every_round_trip(p, send):
+    """1F1B keeps p micro-batches in flight; each round trip takes p (t_f + t_b) + 2 (p - 1) t,
+    so (Little's law) p more micro-batches cost exactly that much more time."""
+    for m in (p, 2 * p + 1):
+        a = pipeline.simulate("1f1b", p, m, forward_s=1.0, transfer_s=send).makespan_s
+        b = pipeline.simulate("1f1b", p, m + p, forward_s=1.0, transfer_s=send).makespan_s
+        assert b - a == pytest.approx(p * 3.0 + 2 * (p - 1) * send)
+        assert pipeline.one_f_one_b_period_s(p, 1.0, transfer_s=send) * p == \
+            pytest.approx(b - a)
+
+
+@pytest.mark.parametrize("schedule", pipeline.SCHEDULES)
+def test_sends_never_shorten_an_iteration(schedule):
+    v = 2 if schedule == "interleaved" else 1
+    spans = [pipeline.simulate(schedule, 4, 8, v, transfer_s=s).makespan_s
+             for s in (0.0, 0.05, 0.2, 1.0)]
+    assert spans == sorted(spans) and spans[-1] > spans[0]
+
+
+# =========================================================================== activations
+@pytest.mark.parametrize(("p", "m"), [(4, 4), (4, 12), (8, 8), (8, 33)])
+def test_1f1b_stage_i_holds_p_minus_i(p, m):
+    t = pipeline.simulate("1f1b", p, m)
+    assert list(t.peak_in_flight) == [p - i for i in range(p)]
+    assert list(pipeline.in_flight_closed_form("1f1b", p, m)) == [p - i for i in range(p)]
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 2), (4, 12), (8, 5)])
+def test_gpipe_holds_every_micro_batch(p, m):
+    assert list(pipeline.simulate("gpipe", p, m).peak_in_flight) == [m] * p
+
+
+@pytest.mark.parametrize(("p", "m", "v"), [(4, 8, 2), (4, 16, 4), (8, 16, 3), (2, 8, 2)])
+def test_interleaved_first_stage_holds_korthikanti_amount(p, m, v):
+    """Korthikanti et al. Sec. 4.2.3: the first stage holds p (1 + (p - 1)/(p v)) micro-batches."""
+    t = pipeline.simulate("interleaved", p, m, v)
+    assert t.peak_in_flight_mb[0] == pytest.approx(p * (1 + (p - 1) / (p * v)))
+    assert np.allclose(t.peak_in_flight_mb, pipeline.in_flight_closed_form("interleaved", p, m, v))
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 4), (4, 9), (8, 16)])
+def test_zb_h1_never_holds_more_than_1f1b(p, m):
+    zb = pipeline.simulate("zb-h1", p, m)
+    assert zb.peak_in_flight.max() == pipeline.simulate("1f1b", p, m).peak_in_flight.max() == p
+
+
+@pytest.mark.parametrize(("schedule", "p", "m", "v"), GRID[::7], ids=map(_ids, GRID[::7]))
+def test_in_flight_closed_form_matches_simulation(schedule, p, m, v):
+    t = pipeline.simulate(schedule, p, m, v)
+    assert np.allclose(t.peak_in_flight_mb, pipeline.in_flight_closed_form(schedule, p, m, v))
+
+
+def test_activation_memory_per_stage_uses_korthikanti_per_layer():
+    """1F1B's first stage holds p micro-batches of l/p layers: all l layers' worth, as
+    memory.training_memory assumes; GPipe holds m micro-batches on every stage."""
+    kw = dict(micro_batch=1, seq_len=2048, tp=8, sp=True, recompute="selective")
+    one = pipeline.simulate("1f1b", 8, 16)
+    per_stage = pipeline.activation_bytes_per_stage(one, "gpt3-175b", **kw)
+    layer = memory.activation_bytes_per_layer("gpt3-175b", 1, 2048, 8, True, "selective")
+    assert per_stage[0] == pytest.approx(96 * layer)
+    assert per_stage[0] == pytest.approx(memory.training_memory(
+        "gpt3-175b", pp=8, **kw).activations)
+    assert np.allclose(per_stage, [(8 - i) * 12 * layer for i in range(8)])
+    gpipe = pipeline.activation_bytes_per_stage(pipeline.simulate("gpipe", 8, 16),
+                                                "gpt3-175b", **kw)
+    assert np.allclose(gpipe, 16 * 12 * layer)
+
+
+# =========================================================================== rules of a pipeline
+CASES = [("gpipe", 4, 6, 1), ("1f1b", 4, 6, 1), ("1f1b", 5, 3, 1), ("interleaved", 4, 8, 2),
+         ("interleaved", 3, 6, 3), ("zb-h1", 4, 7, 1), ("zb-h1", 1, 3, 1), ("1f1b", 1, 4, 1)]
+
+
+@pytest.fixture(params=CASES, ids=map(_ids, CASES))
+def uneven(request):
+    """A timeline with uneven stages and a send time, so no rule holds by symmetry."""
+    schedule, p, m, v = request.param
+    rng = np.random.default_rng(sum(map(ord, schedule)) + 10 * p + m)
+    return pipeline.simulate(schedule, p, m, v, forward_s=rng.uniform(0.5, 2.0, p),
+                             backward_s=rng.uniform(1.0, 4.0, p), transfer_s=0.3,
+                             weight_grad_share=0.4)
+
+
+def test_every_pass_appears_exactly_once(uneven):
+    t = uneven
+    keys = _index(t)
+    n_kinds = 3 if t.schedule == "zb-h1" else 2
+    assert len(keys) == t.n_tasks == n_kinds * t.v * t.m * t.p
+    stage = t.chunk.astype(int) * t.p + t.device
+    for kind in range(n_kinds):
+        sel = t.kind == kind
+        assert sorted(zip(stage[sel].tolist(), t.micro_batch[sel].tolist(), strict=True)) == \
+            [(s, j) for s in range(t.v * t.p) for j in range(t.m)]
+
+
+def test_no_device_runs_two_passes_at_once(uneven):
+    t = uneven
+    for d in range(t.p):
+        sl = t.tasks_of(d)
+        starts, ends = t.start_s[sl], t.end_s[sl]
+        assert np.all(ends > starts)
+        assert np.all(starts[1:] >= ends[:-1] - 1e-12)
+        assert np.all(t.device[sl] == d)
+
+
+def test_passes_wait_for_their_inputs_and_no_longer(uneven):
+    """F(j) after F(j) of the previous stage + send; B(j) after B(j) of the next stage + send
+    (the last stage: after its own F(j)); W(j) after B(j); F before B on every stage. And
+    every pass starts exactly when its device and its input are both ready."""
+    t = uneven
+    at = _index(t)
+    n_stages, send = t.v * t.p, t.transfer_s if t.p > 1 else 0.0
+    stage = t.chunk.astype(int) * t.p + t.device
+    for i in range(t.n_tasks):
+        kind, s, j = int(t.kind[i]), int(stage[i]), int(t.micro_batch[i])
+        if kind == F:
+            ready = t.end_s[at[F, s - 1, j]] + send if s > 0 else 0.0
+        elif kind == B:
+            ready = (t.end_s[at[B, s + 1, j]] + send if s < n_stages - 1
+                     else t.end_s[at[F, s, j]])
+            assert t.start_s[i] >= t.end_s[at[F, s, j]]
+        else:
+            ready = t.end_s[at[B, s, j]]
+        first = i == t.tasks_of(int(t.device[i])).start
+        free = 0.0 if first else t.end_s[i - 1]
+        assert t.start_s[i] >= ready - 1e-12
+        assert t.start_s[i] == pytest.approx(max(free, ready), abs=1e-12)
+
+
+def test_timeline_matches_a_plain_event_loop(uneven):
+    """The vectorised rounds give the same times as a one-pass-at-a-time reference loop."""
+    t = uneven
+    at = _index(t)
+    n_stages, send = t.v * t.p, t.transfer_s if t.p > 1 else 0.0
+    stage = (t.chunk.astype(int) * t.p + t.device).tolist()
+    dur = (t.end_s - t.start_s).tolist()
+    end: dict[int, float] = {}
+    nxt = {d: t.tasks_of(d).start for d in range(t.p)}
+    while len(end) < t.n_tasks:
+        progressed = False
+        for d in range(t.p):
+            i = nxt[d]
+            if i == t.tasks_of(d).stop:
+                continue
+            kind, s, j = int(t.kind[i]), stage[i], int(t.micro_batch[i])
+            if kind == F:
+                dep, lag = (at[F, s - 1, j], send) if s > 0 else (None, 0.0)
+            elif kind == B:
+                dep, lag = (at[B, s + 1, j], send) if s < n_stages - 1 else (at[F, s, j], 0.0)
+            else:
+                dep, lag = at[B, s, j], 0.0
+            if dep is not None and dep not in end:
+                continue
+            free = end[i - 1] if i > t.tasks_of(d).start else 0.0
+            end[i] = max(free, end[dep] + lag if dep is not None else 0.0) + dur[i]
+            nxt[d] += 1
+            progressed = True
+        assert progressed, "the reference loop deadlocked"
+    assert np.allclose([end[i] for i in range(t.n_tasks)], t.end_s)
+
+
+def test_task_arrays_are_compact_and_read_only():
+    t = pipeline.simulate("interleaved", 4, 8, 2)
+    for name in ("device", "kind", "micro_batch", "chunk", "start_s", "end_s"):
+        array = getattr(t, name)
+        assert isinstance(array, np.ndarray) and array.shape == (t.n_tasks,)
+        assert not array.flags.writeable
+    assert t.kind.dtype == np.int8
+
+
+def test_one_stage_is_just_sequential_work():
+    t = pipeline.simulate("1f1b", 1, 5, forward_s=2.0, backward_s=3.0, transfer_s=9.0)
+    assert t.makespan_s == t.ideal_s == 25.0 and t.bubble_fraction == 0.0
+
+
+# =========================================================================== traffic and time
+def test_p2p_bytes_is_bsh_per_boundary():
+    """Narayanan et al. Sec. 3.2: b s h values per micro-batch per boundary; 16-bit values.
+    GPT-3 (h = 12288, s = 2048): 50,331,648 bytes; scatter/gather (Sec. 4.1) sends 1/t."""
+    assert pipeline.p2p_bytes("gpt3-175b", 1) == 2 * 2048 * 12288 == 50_331_648
+    assert pipeline.p2p_bytes("gpt3-175b", 4, 1024) == 4 * 1024 * 12288 * 2
+    assert pipeline.p2p_bytes("gpt3-175b", 1, tp=8, scatter_gather=True) == 50_331_648 / 8
+    assert pipeline.p2p_bytes("gpt3-175b", 1, tp=8) == 50_331_648
+    assert pipeline.p2p_seconds(50e6, 25.0) == pytest.approx(2e-3)
+    assert pipeline.p2p_seconds(0, 25.0, latency_s=5e-6) == 5e-6
+
+
+def test_stage_forward_time_agrees_with_megatron_eq3():
+    """A third of Megatron-LM Eq. 3 without recomputation (72 B s l h^2 (...)) over p t GPUs
+    at the achieved rate; PaLM's count differs from it by under 1 % for GPT-3."""
+    p, tp, rate = 8, 8, 150.0
+    got = pipeline.stage_forward_s("gpt3-175b", 1, p, tp, achieved_tflops=rate)
+    eq3 = compute.megatron_iteration_flops("gpt3-175b", 1, recompute=False) / 3
+    assert got == pytest.approx(eq3 / (p * tp * rate * 1e12), rel=0.01)
+    assert math.isclose(pipeline.stage_forward_s("gpt3-175b", 2, p, tp, achieved_tflops=rate),
+                        2 * got)
+
+
+# =========================================================================== bad input
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: pipeline.simulate("1F1B"), r"schedule must be one of .*did you mean '1f1b'"),
+        (lambda: pipeline.simulate("1f1b", p=0), r"p must be a whole number >= 1, got 0"),
+        (lambda: pipeline.simulate("1f1b", m=0), r"m must be a whole number >= 1, got 0"),
+        (lambda: pipeline.simulate("interleaved", 4, 8, v=0),
+         r"v must be a whole number >= 1, got 0"),
+        (lambda: pipeline.simulate("1f1b", 4, 8, v=2),
+         r"v=2 model chunks per device needs schedule 'interleaved'"),
+        (lambda: pipeline.simulate("interleaved", 4, 6, 2),
+         r"m=6 must be a multiple of p=4 for the interleaved schedule .*try m=4 or m=8"),
+        (lambda: pipeline.simulate("interleaved", 4, 3, 2), r"m=3 must be .* try m=4$"),
+        (lambda: pipeline.simulate(forward_s=0), r"forward_s must be a finite number > 0, got 0"),
+        (lambda: pipeline.simulate(p=2, forward_s=[1.0, -1.0]),
+         r"forward_s\[1\] must be a finite number > 0, got -1.0"),
+        (lambda: pipeline.simulate(p=3, backward_s=[1.0, 2.0]),
+         r"backward_s must be one number or 3 numbers \(one per stage\), got 2"),
+        (lambda: pipeline.simulate(transfer_s=-0.1),
+         r"transfer_s must be a finite number >= 0, got -0.1"),
+        (lambda: pipeline.simulate("zb-h1", weight_grad_share=1.0),
+         r"weight_grad_share must be strictly between 0 and 1, got 1.0"),
+        (lambda: pipeline.simulate(p=5, n_layers=96), r"p=5 must divide n_layers=96"),
+        (lambda: pipeline.simulate("interleaved", 8, 8, 5, n_layers=96),
+         r"v=5 must divide layers per stage=12; allowed: 1, 2, 3, 4, 6, 12"),
+        (lambda: pipeline.bubble_fraction("gpipe", 4, 8, 3), r"v=3 model chunks"),
+        (lambda: pipeline.activation_bytes_per_stage(pipeline.simulate(p=5), "gpt3-175b"),
+         r"pp=5 must divide n_layers=96"),
+        (lambda: pipeline.p2p_bytes("gpt3-175b", 0), r"micro_batch must be a whole number"),
+        (lambda: pipeline.p2p_seconds(1e6, 0), r"link_gbytes_s must be a finite number > 0"),
+        (lambda: pipeline.stage_forward_s("gpt3-175b", 1, 8, achieved_tflops=-1),
+         r"achieved_tflops must be a finite number > 0"),
+        (lambda: pipeline.simulate().tasks_of(4), r"device must be a whole number from 0 to 3"),
+    ],
+)
+def test_bad_input_names_parameter_value_and_allowed(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
