@@ -18,6 +18,13 @@ module         what it models                                         notebook
 ``calibration``
                nccl-tests / rccl-tests logs parsed and checked;       07
                α and β fitted to them
+``data_parallel``
+               gradient all-reduce on a fabric, buckets and overlap,  03
+               weak-scaling efficiency
+``tensor_parallel``
+               column/row split, 8bsh(t-1)/t traffic, one layer's     04
+               compute vs communication, sequence parallelism
+``zero``       ZeRO stages: 2Ψ/3Ψ traffic and its time; Table 1       06
 ``widgets``    ipywidgets explorers (no model logic)                  00-02
 ``plotting``   matplotlib and SVG figures (no model logic)            00-02
 ``svgchart``   tiny SVG charts for fast widget redraws                00-02

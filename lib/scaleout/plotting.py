@@ -16,14 +16,24 @@ from .memory import MemoryBreakdown
 
 __all__ = [
     "HOLDING_COLORS",
+    "LINK_COLORS",
     "MEMORY_COLORS",
+    "OTHER_LINK_COLORS",
+    "PIPELINE_COLORS",
+    "TIME_COLORS",
     "WALK_COLORS",
+    "bubble_curves",
+    "dp_timeline",
     "holding_bars_svg",
     "labelled_hbars",
+    "link_colors",
     "memory_bars",
     "memory_bars_svg",
     "memory_gap",
     "new_figure",
+    "pipeline_gantt",
+    "pipeline_gantt_svg",
+    "stage_bars",
     "walk_matches_svg",
 ]
 
@@ -227,3 +237,192 @@ def walk_matches_svg(counts: dict[str, tuple[int, bool]], title: str = "") -> by
         rows, WALK_COLORS, xlabel="glossary terms + concepts found (count)", title=title,
         row_height=26, total_format=",.0f",
     )
+
+
+# =========================================================================== parallelism
+# Figures of notebooks/03_data_parallelism, 04_tensor_parallelism and 06_zero_stages.
+
+#: One colour per link in the parallelism notebooks; other links get :data:`OTHER_LINK_COLORS`.
+LINK_COLORS = {
+    "NVLink 4": "#2ca02c",
+    "InfiniBand NDR": "#1f77b4",
+    "RoCE v2 400GbE": "#9467bd",
+    "TCP/IP 100GbE": "#d62728",
+}
+OTHER_LINK_COLORS = ("#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+
+#: Compute against communication, inside a node and across the network.
+TIME_COLORS = {
+    "compute": "#1f77b4",
+    "comm over NVLink": "#2ca02c",
+    "comm over the network": "#d62728",
+}
+
+
+def link_colors(names) -> dict[str, str]:
+    """A colour for each link name: :data:`LINK_COLORS` where known, then a fixed cycle."""
+    extra = iter(OTHER_LINK_COLORS * 4)
+    return {name: LINK_COLORS.get(name) or next(extra) for name in names}
+
+
+def dp_timeline(ax: Axes, timeline, title: str = "", label: str = "") -> None:
+    """One step's backward pass and its bucket all-reduces as two rows of bars (milliseconds).
+
+    ``timeline`` is a :class:`scaleout.data_parallel.BucketTimeline`. Bucket
+    all-reduces alternate two shades so that neighbours stay distinguishable;
+    the part after the backward pass ends is the exposed communication.
+    """
+    ms = 1e3
+    back = timeline.backward_s * ms
+    ax.barh(1, back, left=0, color=TIME_COLORS["compute"], height=0.5)
+    ax.text(back / 2, 1, "backward pass", ha="center", va="center", color="white", fontsize=10)
+    shades = ("#d62728", "#ff9896")
+    for i, (s, e) in enumerate(zip(timeline.start_s, timeline.end_s, strict=True)):
+        ax.barh(0, (e - s) * ms, left=s * ms, color=shades[i % 2], height=0.5,
+                edgecolor="white", linewidth=0.3)
+    ax.axvline(back, color="black", linestyle="--", linewidth=1)
+    end = timeline.end_s[-1] * ms
+    ax.annotate("", xy=(end, -0.45), xytext=(back, -0.45),
+                arrowprops={"arrowstyle": "<->", "color": "black"})
+    ax.text((back + end) / 2, -0.55, f"exposed {timeline.exposed_s * ms:,.1f} ms", ha="center",
+            va="top", fontsize=10)
+    ax.set_yticks([0, 1], [f"all-reduces\n({len(timeline.sizes_bytes)} buckets)", "compute"])
+    ax.set_ylim(-0.9, 1.5)
+    ax.set_xlim(0, max(back, end) * 1.04)
+    ax.set_xlabel("time from the start of the backward pass (ms)")
+    if title:
+        ax.set_title(title, fontsize=11)
+    if label:
+        ax.text(0.01, 0.97, label, transform=ax.transAxes, va="top", fontsize=10)
+
+
+# =========================================================================== pipelines
+# Figures of notebooks/05_pipeline_parallelism. Every function takes a simulated
+# scaleout.pipeline.PipelineTimeline (or numbers computed by the library) and only draws.
+
+#: Forward, backward and weight-gradient passes; model chunk 0 darkest, later chunks lighter.
+PIPELINE_COLORS = {
+    "F": ("#1f77b4", "#4f9bd0", "#85bbe3", "#b3d4ee"),
+    "B": ("#d95f02", "#f07f2a", "#f8a35f", "#fbc79a"),
+    "W": ("#2ca02c", "#5cbf5c", "#8fd68f", "#bfe8bf"),
+}
+_PASS_NAMES = {"F": "forward", "B": "backward", "W": "weight gradient"}
+
+
+def _pass_fills(timeline) -> list[str]:
+    """A colour per pass: its kind's palette, shaded by model chunk."""
+    palette = [c for kind in ("F", "B", "W") for c in PIPELINE_COLORS[kind]]
+    codes = (timeline.kind.astype(int) * 4 + timeline.chunk.astype(int) % 4).tolist()
+    return [palette[c] for c in codes]
+
+
+def _pass_legend(timeline) -> dict[str, str]:
+    kinds = ["F", "B", "W"][: int(timeline.kind.max()) + 1]
+    legend = {_PASS_NAMES[k]: PIPELINE_COLORS[k][0] for k in kinds}
+    if timeline.v > 1:
+        legend["later chunks: lighter"] = PIPELINE_COLORS["F"][2]
+    return legend
+
+
+def pipeline_gantt_svg(timeline, title: str = "", time_scale: float = 1e3,
+                       time_unit: str = "ms", labels: bool = True) -> bytes:
+    """A pipeline schedule as an SVG Gantt chart: one row per device, one bar per pass.
+
+    Bars are coloured by kind (:data:`PIPELINE_COLORS`) and labelled with their
+    micro-batch number where wide enough; grey is idle time (the bubble). The
+    dashed line marks the ideal time, the busiest device's work.
+    """
+    scale = time_scale
+    return svgchart.gantt(
+        timeline.device.tolist(), (timeline.start_s * scale).tolist(),
+        (timeline.end_s * scale).tolist(), _pass_fills(timeline),
+        [f"GPU {d}" for d in range(timeline.p)],
+        labels=timeline.micro_batch.tolist() if labels else None,
+        legend=_pass_legend(timeline), marker=timeline.ideal_s * scale,
+        marker_label="ideal (no bubble)", xlabel=f"time ({time_unit})", title=title,
+        lane_height=22 if timeline.p <= 8 else 16,
+    )
+
+
+def pipeline_gantt(ax: Axes, timeline, title: str = "", time_scale: float = 1e3,
+                   time_unit: str = "ms", max_labels: int = 400) -> None:
+    """A pipeline schedule on matplotlib axes: a row per device, a bar per pass.
+
+    Same colours as :func:`pipeline_gantt_svg`; micro-batch numbers are
+    written in the bars when there are at most ``max_labels`` passes.
+    """
+    ax.clear()
+    starts = timeline.start_s * time_scale
+    widths = (timeline.end_s - timeline.start_s) * time_scale
+    ax.barh(timeline.device, widths, left=starts, color=_pass_fills(timeline), height=0.8,
+            edgecolor="white", linewidth=0.4)
+    if timeline.n_tasks <= max_labels:
+        size = 8 if timeline.n_tasks > 120 else 9
+        for y, x, w, mb in zip(timeline.device.tolist(), starts.tolist(), widths.tolist(),
+                               timeline.micro_batch.tolist(), strict=True):
+            ax.text(x + w / 2, y, str(mb), ha="center", va="center", fontsize=size,
+                    color="white")
+    ideal = ax.axvline(timeline.ideal_s * time_scale, color="black", linestyle="--",
+                       linewidth=1, label="ideal (no bubble)")
+    ax.set_yticks(range(timeline.p), [f"GPU {d}" for d in range(timeline.p)])
+    ax.set_ylim(timeline.p - 0.4, -0.6)
+    ax.set_xlim(0, timeline.makespan_s * time_scale * 1.01)
+    ax.set_xlabel(f"time ({time_unit})")
+    ax.set_facecolor("#eeeeee")
+    handles = [Patch(color=c, label=name) for name, c in _pass_legend(timeline).items()]
+    handles.append(ideal)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9,
+              frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+def bubble_curves(ax: Axes, curves: dict[str, tuple[list[float], list[float]]],
+                  points: dict[str, tuple[list[float], list[float]]], title: str = "") -> None:
+    """Bubble fraction against micro-batches: closed-form lines, simulated points on top.
+
+    ``curves`` and ``points`` map a schedule label to ``(m values, bubble fractions)``;
+    a label's curve and points share a colour.
+    """
+    ax.clear()
+    colors = dict(zip(curves, ("#1f77b4", "#d62728", "#9467bd", "#2ca02c", "#8c564b"),
+                      strict=False))
+    for label, (ms, fractions) in curves.items():
+        ax.plot(ms, fractions, color=colors[label], label=f"{label}: formula")
+    for label, (ms, fractions) in points.items():
+        ax.plot(ms, fractions, "o", color=colors.get(label, "black"), markersize=6,
+                markerfacecolor="none", label=f"{label}: simulated")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("micro-batches m (log scale)")
+    ax.set_ylabel("bubble / ideal time (log scale)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str = "",
+               line: float | None = None, line_label: str = "") -> None:
+    """Grouped vertical bars, one group per pipeline stage, one bar per labelled series.
+
+    ``groups`` maps a series label to one value per stage; ``line`` draws a dashed
+    horizontal reference (a GPU's capacity).
+    """
+    ax.clear()
+    n = len(groups)
+    width = 0.8 / max(n, 1)
+    colors = ("#1f77b4", "#d62728", "#9467bd", "#2ca02c")
+    for i, (label, values) in enumerate(groups.items()):
+        xs = [s + (i - (n - 1) / 2) * width for s in range(len(values))]
+        ax.bar(xs, values, width=width, label=label, color=colors[i % len(colors)])
+    stages = len(next(iter(groups.values()))) if groups else 0
+    ax.set_xticks(range(stages), [f"stage {s}" for s in range(stages)], fontsize=9)
+    if line is not None:
+        ax.axhline(line, color="black", linestyle="--", linewidth=1)
+        if line_label:
+            ax.text(stages - 0.5, line, f"{line_label} ", ha="right", va="bottom", fontsize=9)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=9, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)

@@ -9,10 +9,10 @@ static figures in notebooks stay matplotlib. Drawing only, no model logic.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 
-__all__ = ["nice_ticks", "stacked_hbars"]
+__all__ = ["gantt", "line_chart", "nice_ticks", "stacked_hbars", "vstack"]
 
 _FONT = 'font-family="DejaVu Sans, Arial, sans-serif"'
 
@@ -114,5 +114,295 @@ def stacked_hbars(
         out.append(f'<rect x="{lx}" y="{bottom + 42}" width="12" height="12" fill="{color}"/>')
         out.append(f'<text x="{lx + 16}" y="{bottom + 53}">{escape(name)}</text>')
         lx += 24 + 8 * len(name)
+    out.append("</svg>")
+    return "".join(out).encode()
+
+
+# =========================================================================== lines
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Powers of ten (or of two for narrow ranges) spanning ``[lo, hi]``."""
+    k0, k1 = math.floor(math.log10(lo) + 1e-9), math.ceil(math.log10(hi) - 1e-9)
+    if k1 - k0 >= 2:
+        return [10.0**k for k in range(k0, k1 + 1)]
+    j0, j1 = math.floor(math.log2(lo) + 1e-9), math.ceil(math.log2(hi) - 1e-9)
+    return [2.0**j for j in range(j0, j1 + 1)]
+
+
+def _tick_label(v: float) -> str:
+    if v >= 1e6 or (0 < v < 1e-2):
+        return f"{v:.0e}".replace("e+0", "e").replace("e-0", "e-")
+    return f"{v:,.0f}" if v == int(v) else f"{v:g}"
+
+
+def line_chart(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    colors: Mapping[str, str],
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    logx: bool = False,
+    logy: bool = False,
+    y_range: tuple[float, float] | None = None,
+    dashed: Sequence[str] = (),
+    highlight: str | None = None,
+    marker_x: float | None = None,
+    marker_label: str = "",
+    points: Mapping[str, tuple[float, float]] | None = None,
+    width: int = 720,
+    height: int = 340,
+) -> bytes:
+    """Lines as SVG bytes: one polyline per series, optional log axes.
+
+    Parameters
+    ----------
+    series
+        ``{label: (xs, ys)}``; non-finite points are skipped.
+    colors
+        ``{label: css colour}`` for every series (also the legend order).
+    y_range
+        Fixed ``(low, high)`` of the y axis (default: from the data; 0 at the
+        bottom of a linear axis).
+    dashed
+        Labels drawn dashed; ``highlight`` is drawn thicker.
+    marker_x
+        An x value drawn as a dashed vertical line, labelled ``marker_label``.
+    points
+        ``{label: (x, y)}`` drawn as dots on the series of the same colour.
+    """
+    left, right, top, bottom_pad = 70, 44, 40 if title else 16, 86
+    plot_w, plot_h = width - left - right, height - top - bottom_pad
+    xs_all = [float(x) for xs, _ in series.values() for x in xs]
+    ys_all = [float(y) for _, ys in series.values() for y in ys if math.isfinite(float(y))]
+    if logx:
+        xs_all = [x for x in xs_all if x > 0]
+    if logy:
+        ys_all = [y for y in ys_all if y > 0]
+    x_lo, x_hi = (min(xs_all), max(xs_all)) if xs_all else (1.0, 10.0)
+    if y_range is not None:
+        y_lo, y_hi = y_range
+    elif ys_all:
+        y_lo, y_hi = (min(ys_all), max(ys_all)) if logy else (0.0, max(ys_all))
+    else:
+        y_lo, y_hi = (1.0, 10.0) if logy else (0.0, 1.0)
+    if x_hi <= x_lo:
+        x_hi = x_lo * 2 if logx else x_lo + 1
+    if logy:
+        y_lo, y_hi = 10 ** math.floor(math.log10(y_lo)), 10 ** math.ceil(math.log10(y_hi))
+        if y_hi <= y_lo:
+            y_hi = y_lo * 10
+        yticks = _log_ticks(y_lo, y_hi)
+    else:
+        yticks = nice_ticks(y_hi - y_lo if y_hi > y_lo else 1.0)
+        yticks = [y_lo + t for t in yticks]
+        y_hi = yticks[-1]
+    xticks = _log_ticks(x_lo, x_hi) if logx else nice_ticks(x_hi)
+    if logx:
+        x_lo, x_hi = min(x_lo, xticks[0]), max(x_hi, xticks[-1])
+    else:
+        x_lo, x_hi = 0.0, xticks[-1]
+
+    def fx(v: float) -> float:
+        if logx:
+            span = math.log(x_hi) - math.log(x_lo)
+            return left + plot_w * (math.log(v) - math.log(x_lo)) / span
+        return left + plot_w * (v - x_lo) / (x_hi - x_lo)
+
+    def fy(v: float) -> float:
+        if logy:
+            frac = (math.log(v) - math.log(y_lo)) / (math.log(y_hi) - math.log(y_lo))
+        else:
+            frac = (v - y_lo) / (y_hi - y_lo)
+        return top + plot_h * (1 - frac)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" {_FONT} font-size="13">',
+           f'<rect width="{width}" height="{height}" fill="white"/>']
+    if title:
+        out.append(f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" '
+                   f'font-weight="bold">{escape(title)}</text>')
+    y0 = top + plot_h
+    for t in xticks:
+        out.append(f'<line x1="{fx(t):.1f}" x2="{fx(t):.1f}" y1="{top}" y2="{y0}" stroke="#ddd"/>')
+        out.append(f'<text x="{fx(t):.1f}" y="{y0 + 16}" text-anchor="middle">'
+                   f"{_tick_label(t)}</text>")
+    for t in yticks:
+        out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{fy(t):.1f}" y2="{fy(t):.1f}" '
+                   'stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{fy(t) + 4:.1f}" text-anchor="end">'
+                   f"{_tick_label(t) if logy else _fmt_tick(t)}</text>")
+    out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
+               'stroke="#999"/>')
+    for label, color in colors.items():
+        if label not in series:
+            continue
+        xs, ys = series[label]
+        pts = [(float(x), float(y)) for x, y in zip(xs, ys, strict=True)
+               if math.isfinite(float(y)) and (not logx or float(x) > 0)
+               and (not logy or float(y) > 0)]
+        pts = [(x, min(max(y, y_lo), y_hi)) for x, y in pts]
+        if not pts:
+            continue
+        path = " ".join(f"{fx(x):.1f},{fy(y):.1f}" for x, y in pts)
+        dash = ' stroke-dasharray="7,5"' if label in dashed else ""
+        sw = 3.5 if label == highlight else 2
+        out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="{sw}"'
+                   f'{dash}><title>{escape(label)}</title></polyline>')
+    for label, (x, y) in (points or {}).items():
+        if math.isfinite(x) and math.isfinite(y) and (not logx or x > 0) and (not logy or y > 0):
+            color = colors.get(label, "black")
+            yy = min(max(y, y_lo), y_hi)
+            out.append(f'<circle cx="{fx(x):.1f}" cy="{fy(yy):.1f}" r="6" fill="{color}" '
+                       f'stroke="black"><title>{escape(label)}: {y:,.3g}</title></circle>')
+    if marker_x is not None and math.isfinite(marker_x) and (not logx or marker_x > 0):
+        mx = fx(min(max(marker_x, x_lo), x_hi))
+        out.append(f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{top}" y2="{y0}" stroke="black" '
+                   'stroke-width="1.5" stroke-dasharray="5,4"/>')
+        if marker_label:
+            anchor = "end" if mx > left + 0.6 * plot_w else "start"
+            dx = -4 if anchor == "end" else 4
+            out.append(f'<text x="{mx + dx:.1f}" y="{y0 - 8}" font-size="12" '
+                       f'text-anchor="{anchor}">{escape(marker_label)}</text>')
+    if xlabel:
+        out.append(f'<text x="{left + plot_w / 2}" y="{y0 + 36}" text-anchor="middle">'
+                   f"{escape(xlabel)}</text>")
+    if ylabel:
+        out.append(f'<text x="16" y="{top + plot_h / 2}" text-anchor="middle" '
+                   f'transform="rotate(-90 16 {top + plot_h / 2})">{escape(ylabel)}</text>')
+    lx, ly = left, y0 + 56
+    for label, color in colors.items():
+        if label not in series:
+            continue
+        step = 44 + 8 * len(label)
+        if lx + step > width and lx > left:
+            lx, ly = left, ly + 18
+        dash = ' stroke-dasharray="7,5"' if label in dashed else ""
+        out.append(f'<line x1="{lx}" x2="{lx + 22}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" '
+                   f'stroke-width="{3.5 if label == highlight else 2}"{dash}/>')
+        weight = ' font-weight="bold"' if label == highlight else ""
+        out.append(f'<text x="{lx + 27}" y="{ly}"{weight}>{escape(label)}</text>')
+        lx += step
+    out.append("</svg>")
+    return "".join(out).encode()
+
+
+def _fmt_tick(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 10 or v == int(v) else f"{v:,.2g}"
+
+
+def vstack(charts: Sequence[bytes]) -> bytes:
+    """Several SVG charts of this module, one above the other, as one SVG (one widget image)."""
+    sizes = []
+    for svg in charts:
+        text = svg.decode()
+        w = float(text.split('width="', 1)[1].split('"', 1)[0])
+        h = float(text.split('height="', 1)[1].split('"', 1)[0])
+        sizes.append((w, h, text))
+    width = max((w for w, _, _ in sizes), default=0)
+    height = sum(h for _, h, _ in sizes)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:g}" height="{height:g}" '
+           f'viewBox="0 0 {width:g} {height:g}">']
+    y = 0.0
+    for _w, h, text in sizes:
+        out.append(text.replace("<svg ", f'<svg y="{y:g}" ', 1))
+        y += h
+    out.append("</svg>")
+    return "".join(out).encode()
+
+
+# =========================================================================== gantt
+def gantt(
+    lanes: Sequence[int],
+    starts: Sequence[float],
+    ends: Sequence[float],
+    fills: Sequence[str],
+    lane_names: Sequence[str],
+    *,
+    labels: Sequence[str] | None = None,
+    legend: Mapping[str, str] | None = None,
+    marker: float | None = None,
+    marker_label: str = "",
+    xlabel: str = "",
+    title: str = "",
+    width: int = 760,
+    lane_height: int = 22,
+    char_px: float = 6.5,
+) -> bytes:
+    """A Gantt chart as SVG bytes: one row per lane, one bar per task.
+
+    Lanes are drawn on a light grey background, so the time a lane sits idle
+    shows as grey. Drawing only: positions and colours come from the caller.
+
+    Parameters
+    ----------
+    lanes, starts, ends, fills
+        Per bar: lane index (0 at the top), start and end (x units), css colour.
+    lane_names
+        One label per lane, drawn at the left.
+    labels
+        Per bar text drawn inside the bar where it fits (``char_px`` per
+        character), e.g. a micro-batch number; ``None`` for none.
+    legend
+        ``{name: css colour}`` drawn under the axis.
+    marker
+        An x value drawn as a dashed vertical line (a deadline, an ideal time).
+    """
+    n_lanes = len(lane_names)
+    left, right, top = 74, 16, 44 if title else 16
+    plot_w = width - left - right
+    bottom = top + lane_height * n_lanes
+    height = bottom + (62 if legend else 42)
+    ends_l = [float(e) for e in ends]
+    xmax = max([*ends_l, marker or 0.0, 1e-12])
+    scale = plot_w / xmax
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" {_FONT} font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>']
+    if title:
+        out.append(f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14" '
+                   f'font-weight="bold">{escape(title)}</text>')
+    for i, name in enumerate(lane_names):
+        y = top + i * lane_height
+        out.append(f'<rect x="{left}" y="{y + 1}" width="{plot_w}" height="{lane_height - 2}" '
+                   f'fill="#eeeeee"/><text x="{left - 6}" y="{y + lane_height / 2 + 4:.1f}" '
+                   f'text-anchor="end">{escape(str(name))}</text>')
+    ticks = [t for t in nice_ticks(xmax) if t <= xmax * (1 + 1e-9)]
+    for t in ticks:
+        x = left + t * scale
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" stroke="#ccc" '
+                   f'stroke-width="0.6"/><text x="{x:.1f}" y="{bottom + 15}" '
+                   f'text-anchor="middle">{_fmt(t)}</text>')
+    h = lane_height - 4
+    font = min(11, h - 3)
+    bars = zip(lanes, starts, ends_l, fills, strict=True)
+    rects = [(left + float(s) * scale, top + int(k) * lane_height + 2,
+              (e - float(s)) * scale, f) for k, s, e, f in bars]
+    # one <path> per colour, a closed sub-path per bar: a third of the bytes of <rect>s
+    paths: dict[str, list[str]] = {}
+    for x, y, w, f in rects:
+        paths.setdefault(f, []).append(f"M{x:.1f} {y}h{w:.2f}v{h}h{-w:.2f}z")
+    out += [f'<path fill="{f}" stroke="white" stroke-width="0.5" d="{"".join(d)}"/>'
+            for f, d in paths.items()]
+    if labels is not None:
+        out += [f'<text x="{x + w / 2:.1f}" y="{y + h / 2 + font / 2 - 1:.1f}" '
+                f'text-anchor="middle" font-size="{font}" fill="white">{escape(str(t))}</text>'
+                for (x, y, w, _f), t in zip(rects, labels, strict=True)
+                if w >= char_px * len(str(t)) + 3]
+    if marker is not None and math.isfinite(marker):
+        x = left + marker * scale
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{bottom}" '
+                   'stroke="black" stroke-width="1.5" stroke-dasharray="5,4"/>')
+        if marker_label:
+            anchor, dx = ("end", -4) if marker > 0.6 * xmax else ("start", 4)
+            out.append(f'<text x="{x + dx:.1f}" y="{top - 6}" font-size="11" '
+                       f'text-anchor="{anchor}">{escape(marker_label)}</text>')
+    if xlabel:
+        out.append(f'<text x="{left + plot_w / 2}" y="{bottom + 31}" text-anchor="middle">'
+                   f"{escape(xlabel)}</text>")
+    lx = left
+    for name, color in (legend or {}).items():
+        out.append(f'<rect x="{lx}" y="{bottom + 42}" width="12" height="12" fill="{color}"/>'
+                   f'<text x="{lx + 16}" y="{bottom + 53}">{escape(name)}</text>')
+        lx += 26 + 7 * len(name)
     out.append("</svg>")
     return "".join(out).encode()

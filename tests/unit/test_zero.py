@@ -1,0 +1,110 @@
+"""scaleout.zero: ZeRO's 2Ψ / 3Ψ traffic (Sec. 7.2), its time on a fabric, Table 1 regenerated."""
+
+import math
+
+import numpy as np
+import pytest
+from scaleout import catalog, collectives, memory, units
+from scaleout import zero as Z
+from scaleout.data_parallel import Fabric
+
+PSI = 7.5e9
+
+
+@pytest.mark.parametrize(("stage", "factor"), [(0, 2), (1, 2), (2, 2), (3, 3)])
+def test_traffic_in_the_papers_limit(stage, factor):
+    """ZeRO Sec. 7.2: DP, P_os and P_os+g move 2Ψ per GPU and step; P_os+g+p 3Ψ."""
+    assert Z.zero_comm_elements(PSI, stage) == factor * PSI
+    assert Z.zero_comm_bytes(PSI, stage) == 2 * factor * PSI  # fp16: 2 bytes per element
+
+
+def test_stage_3_moves_one_and_a_half_times_plain_dp():
+    assert Z.zero_comm_elements(PSI, 3) / Z.zero_comm_elements(PSI, 0) == 1.5
+    for dp in (2, 8, 1024):
+        assert math.isclose(Z.zero_comm_elements(PSI, 3, dp) / Z.zero_comm_elements(PSI, 0, dp),
+                            1.5)
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+@pytest.mark.parametrize("dp", [2, 16, 1024])
+def test_exact_traffic_is_the_rings_bytes_of_each_collective(stage, dp):
+    """Each collective sends its bandwidth lower bound per GPU (Patarasuk & Yuan 2009):
+    (N−1)/N·Ψ for reduce-scatter and all-gather, 2(N−1)/N·Ψ for all-reduce."""
+    from_collectives = sum(collectives.lower_bound_bytes(op, PSI, dp)
+                           for op, _ in Z.stage_collectives(stage))
+    assert math.isclose(Z.zero_comm_elements(PSI, stage, dp), from_collectives)
+    limit = Z.zero_comm_elements(PSI, stage)
+    assert math.isclose(Z.zero_comm_elements(PSI, stage, dp), limit * (dp - 1) / dp)
+
+
+def test_traffic_is_array_friendly():
+    np.testing.assert_allclose(Z.zero_comm_elements(np.array([1e9, 2e9]), 3), [3e9, 6e9])
+
+
+@pytest.mark.parametrize("fabric", [Fabric(), Fabric(hierarchical=False),
+                                    Fabric(inter="TCP/IP 100GbE", gpus_per_node=1)])
+@pytest.mark.parametrize("dp", [8, 64, 512])
+def test_times_on_a_ring_fabric_follow_the_volumes(fabric, dp):
+    """On rings a reduce-scatter or an all-gather takes exactly half an all-reduce, so stages
+    1-2 cost what plain DP costs and stage 3 exactly 1.5 times as much."""
+    t = {s: Z.zero_comm(PSI, s, dp, fabric).total_s for s in range(4)}
+    assert math.isclose(t[1], t[0]) and math.isclose(t[2], t[0])
+    assert math.isclose(t[3], 1.5 * t[0])
+    assert math.isclose(t[0], fabric.time("all_reduce", 2 * PSI, dp))
+
+
+def test_comm_parts_name_the_collectives():
+    parts = Z.zero_comm(PSI, 3, 64).parts_s
+    assert list(parts) == ["all-gather (weights)", "all-gather (weights again, backward)",
+                           "reduce-scatter (gradients)"]
+    assert list(Z.zero_comm(PSI, 0, 64).parts_s) == ["all-reduce (gradients)"]
+    assert Z.zero_comm(PSI, 2, 64).bytes_sent == Z.zero_comm_bytes(PSI, 2, 64)
+
+
+# --------------------------------------------------------------------------- memory
+def _decimals(printed: float) -> int:
+    text = repr(float(printed)).rstrip("0").rstrip(".")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+@pytest.mark.parametrize("params_key", ["7.5e9", "128e9", "1e12"])
+def test_memory_table_regenerates_zero_table_1(params_key):
+    """Every cell as printed: small values rounded, large ones truncated (data/published)."""
+    pub = catalog.published("zero_table1")
+    table_gb = units.bytes_to_gb(Z.zero_memory_table(float(params_key), pub["dp"], (1, 2, 3)))
+    printed = np.array(pub["gb"][params_key]["rows"], dtype=float)
+    assert table_gb.shape == printed.shape == (6, 3)
+    for got, want in zip(table_gb.ravel(), printed.ravel(), strict=True):
+        ulp = 10.0 ** -_decimals(want)
+        assert want - ulp / 2 - 1e-9 <= got < want + ulp, (got, want)
+
+
+def test_memory_table_stage_0_does_not_shrink():
+    table = Z.zero_memory_table(PSI, [1, 8, 1024])
+    np.testing.assert_allclose(table[:, 0], 16 * PSI)
+    np.testing.assert_allclose(table[:, 3], 16 * PSI / np.array([1, 8, 1024]))
+
+
+def test_lowest_fitting_stage_is_the_first_that_fits():
+    kw = {"recompute": "full"}
+    stage = Z.lowest_fitting_stage("gpt3-175b", "H100", 64, **kw)
+    assert stage == 3  # stage 2 still keeps all 2Ψ = 350 GB of fp16 weights on every GPU
+    assert memory.training_memory("gpt3-175b", "H100", dp=64, zero_stage=3, **kw).fits
+    assert not memory.training_memory("gpt3-175b", "H100", dp=64, zero_stage=2, **kw).fits
+    assert Z.lowest_fitting_stage("gpt2-1.5b", "H100", 8, **kw) == 0
+    assert Z.lowest_fitting_stage("gpt3-175b", "H100", 1, **kw) is None
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(("call", "pattern"), [
+    (lambda: Z.zero_comm_elements(PSI, 4), r"zero_stage must be a whole number from 0 to 3"),
+    (lambda: Z.zero_comm_elements(-1, 1), r"params must be finite numbers > 0"),
+    (lambda: Z.zero_comm_elements(PSI, 1, 0), r"dp must be a whole number >= 1, got 0"),
+    (lambda: Z.zero_comm_bytes(PSI, 1, 8, 0), r"bytes_per_element must be a finite number > 0"),
+    (lambda: Z.zero_comm(PSI, 3, 12), r"gpus_per_node=8 must divide n \(GPUs in the group\)=12"),
+    (lambda: Z.stage_collectives(-1), r"zero_stage must be a whole number from 0 to 3"),
+    (lambda: Z.lowest_fitting_stage("gpt3-175b", "H1000", 8), r"gpu 'H1000' is not in the"),
+])
+def test_bad_input(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
