@@ -1,0 +1,85 @@
+"""Pipeline explorer (notebook 05): a schedule drawn pass by pass, its bubble and its memory.
+
+Drawn as SVG (:func:`scaleout.plotting.pipeline_gantt_svg`): one bar per pass,
+so a redraw of the largest schedule the sliders allow (16 stages, 64
+micro-batches, 4 chunks: 8,192 passes) stays well under 50 ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as W
+
+from .. import pipeline, plotting
+from .common import Explorer
+
+__all__ = ["MAX_M", "MAX_P", "MAX_V", "PipelineExplorer"]
+
+#: Slider limits: beyond them a Gantt chart is a smear, not a picture.
+MAX_P, MAX_M, MAX_V = 16, 64, 4
+_WIDE = {"style": {"description_width": "120px"}, "layout": W.Layout(width="300px")}
+_MS = 1e-3
+
+
+class PipelineExplorer(Explorer):
+    """Pick a schedule, stages, micro-batches, chunks and the send time; see every pass.
+
+    Controls: ``schedule`` (:data:`scaleout.pipeline.SCHEDULES`), ``p``, ``m``,
+    ``v`` (model chunks; used by ``"interleaved"`` only, greyed out
+    otherwise), ``t_forward_ms`` (one micro-batch's forward through a stage;
+    the backward takes twice as long) and ``p2p_ms`` (sending activations to
+    the next stage). ``result`` is the :class:`scaleout.pipeline.PipelineTimeline`.
+    """
+
+    title = "Pipeline schedules: where does the time go?"
+    image_format = "svg+xml"
+
+    def _build_controls(self) -> dict[str, W.ValueWidget]:
+        slider = {"continuous_update": False, **_WIDE}
+        return {
+            "schedule": W.Dropdown(options=list(pipeline.SCHEDULES), value="1f1b",
+                                   description="schedule", **_WIDE),
+            "p": W.IntSlider(value=4, min=1, max=MAX_P, description="stages p", **slider),
+            "m": W.IntSlider(value=8, min=1, max=MAX_M, description="micro-batches m",
+                             **slider),
+            "v": W.IntSlider(value=2, min=1, max=MAX_V, description="chunks v", **slider),
+            "t_forward_ms": W.FloatSlider(value=1.0, min=0.1, max=10.0, step=0.1,
+                                          description="forward (ms)", **slider),
+            "p2p_ms": W.FloatSlider(value=0.0, min=0.0, max=5.0, step=0.05,
+                                    description="send (ms)", **slider),
+        }
+
+    def _chunks(self, v: Mapping[str, Any]) -> int:
+        """Chunks per device: the slider's value for the interleaved schedule, else 1."""
+        return v["v"] if v["schedule"] == "interleaved" else 1
+
+    def refresh(self) -> None:
+        """Grey out the chunks slider unless the schedule interleaves, then recompute."""
+        self.controls["v"].disabled = self.controls["schedule"].value != "interleaved"
+        super().refresh()
+
+    def _compute(self, v: Mapping[str, Any]) -> pipeline.PipelineTimeline:
+        return pipeline.simulate(v["schedule"], v["p"], v["m"], self._chunks(v),
+                                 forward_s=v["t_forward_ms"] * _MS,
+                                 transfer_s=v["p2p_ms"] * _MS)
+
+    def _render(self, t: pipeline.PipelineTimeline) -> str:
+        name = t.schedule + (f", v={t.v}" if t.schedule == "interleaved" else "")
+        self.image.value = plotting.pipeline_gantt_svg(
+            t, title=f"{name}: p={t.p} stages, m={t.m} micro-batches", labels=t.n_tasks <= 1024)
+        peak = t.peak_in_flight_mb
+        rows = [
+            ("passes", f"{t.n_tasks:,}"),
+            ("iteration", f"{t.makespan_s / _MS:,.2f} ms"),
+            ("ideal (no bubble)", f"{t.ideal_s / _MS:,.2f} ms"),
+            ("bubble, simulated", f"{t.bubble_fraction:.1%}"),
+            ("bubble, formula", f"{t.bubble_closed_form:.1%}"),
+            ("in flight, first stage", f"{peak[0]:g} micro-batches"),
+            ("in flight, last stage", f"{peak[-1]:g} micro-batches"),
+        ]
+        body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+        note = ("" if t.transfer_s == 0 else
+                "<p>sends add to the simulated bubble; the formula assumes they are free</p>")
+        return f"<table>{body}</table>{note}"

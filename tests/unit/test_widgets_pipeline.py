@@ -1,0 +1,78 @@
+"""The pipeline explorer without a browser: set controls, read numbers and the chart."""
+
+import pytest
+from scaleout import pipeline
+from scaleout.widgets.pipeline import MAX_M, MAX_P, MAX_V, PipelineExplorer
+
+
+@pytest.fixture
+def explorer():
+    return PipelineExplorer()
+
+
+def test_initial_state_matches_library(explorer):
+    want = pipeline.simulate("1f1b", 4, 8, forward_s=1e-3)
+    t = explorer.result
+    assert explorer.error is None
+    assert (t.schedule, t.p, t.m, t.v) == ("1f1b", 4, 8, 1)
+    assert t.makespan_s == pytest.approx(want.makespan_s) == pytest.approx(33e-3)
+    assert t.bubble_fraction == pytest.approx(3 / 8)
+    assert "37.5%" in explorer.readout.value and "33.00 ms" in explorer.readout.value
+    assert explorer.image.format == "svg+xml" and bytes(explorer.image.value).startswith(b"<svg")
+    assert explorer.controls["v"].disabled  # chunks only mean something when interleaving
+
+
+def test_controls_change_numbers_and_chart(explorer):
+    before = explorer.image.value
+    explorer.controls["m"].value = 16
+    assert explorer.result.bubble_fraction == pytest.approx(3 / 16)
+    assert explorer.image.value != before
+    explorer.set_values(schedule="interleaved", v=2)
+    assert not explorer.controls["v"].disabled
+    assert explorer.result.v == 2 and explorer.result.bubble_fraction == pytest.approx(3 / 32)
+    assert "9.4%" in explorer.readout.value
+    explorer.controls["schedule"].value = "gpipe"
+    assert explorer.result.v == 1 and list(explorer.result.peak_in_flight) == [16] * 4
+    assert "16 micro-batches" in explorer.readout.value
+
+
+def test_send_time_grows_the_simulated_bubble_only(explorer):
+    explorer.controls["p2p_ms"].value = 0.5
+    t = explorer.result
+    assert t.bubble_fraction > t.bubble_closed_form == pytest.approx(3 / 8)
+    assert t.makespan_s == pytest.approx(
+        pipeline.simulate("1f1b", 4, 8, forward_s=1e-3, transfer_s=0.5e-3).makespan_s)
+    assert "formula assumes they are free" in explorer.readout.value
+
+
+def test_bad_input_shows_message_and_recovers(explorer):
+    explorer.set_values(schedule="interleaved", v=2)
+    good = explorer.result
+    image = explorer.image.value
+    explorer.controls["m"].value = 6
+    assert explorer.error == ("m=6 must be a multiple of p=4 for the interleaved schedule "
+                              "(as in Megatron-LM); try m=4 or m=8")
+    assert "⚠" in explorer.status.value and "m=6" in explorer.status.value
+    assert explorer.result is good and explorer.image.value == image  # last valid chart stays
+    explorer.controls["m"].value = 12
+    assert explorer.error is None and explorer.status.value == ""
+    assert explorer.result.m == 12 and explorer.result.bubble_fraction == pytest.approx(3 / 24)
+
+
+def test_largest_schedule_the_sliders_allow(explorer):
+    explorer.set_values(schedule="interleaved", p=MAX_P, m=MAX_M, v=MAX_V)
+    assert explorer.error is None
+    assert explorer.result.n_tasks == 2 * MAX_P * MAX_M * MAX_V
+    assert explorer.result.bubble_fraction == pytest.approx((MAX_P - 1) / (MAX_V * MAX_M))
+
+
+def test_zero_bubble_is_offered(explorer):
+    explorer.controls["schedule"].value = "zb-h1"
+    assert explorer.error is None
+    assert explorer.result.bubble_fraction == pytest.approx(3 / (3 * 8))
+    assert b"weight gradient" in bytes(explorer.image.value)
+
+
+def test_unknown_control_is_a_clear_error():
+    with pytest.raises(ValueError, match="no control 'stages'"):
+        PipelineExplorer(stages=4)
