@@ -374,20 +374,28 @@ def gantt(
                    f'text-anchor="middle">{_fmt(t)}</text>')
     h = lane_height - 4
     font = min(11, h - 3)
-    bars = zip(lanes, starts, ends_l, fills, strict=True)
-    rects = [(left + float(s) * scale, top + int(k) * lane_height + 2,
-              (e - float(s)) * scale, f) for k, s, e, f in bars]
-    # one <path> per colour, a closed sub-path per bar: a third of the bytes of <rect>s
+    # One <path> per colour, a closed sub-path per bar, in whole tenths of a pixel (drawn
+    # at scale 0.1): a third of the bytes of <rect>s and half the time of float formatting.
+    x0, sx = 10.0 * left, 10.0 * scale
+    lane_y = [f" {10 * (top + i * lane_height + 2)}h" for i in range(n_lanes)]
     paths: dict[str, list[str]] = {}
-    for x, y, w, f in rects:
-        paths.setdefault(f, []).append(f"M{x:.1f} {y}h{w:.2f}v{h}h{-w:.2f}z")
-    out += [f'<path fill="{f}" stroke="white" stroke-width="0.5" d="{"".join(d)}"/>'
-            for f, d in paths.items()]
+    for k, s, e, f in zip(lanes, starts, ends_l, fills, strict=True):
+        w = int((e - s) * sx + 0.5)
+        paths.setdefault(f, []).append(f"M{int(x0 + s * sx + 0.5)}{lane_y[k]}{w}v{10 * h}h-{w}z")
+    n_bars = sum(len(d) for d in paths.values())
+    # white edges separate bars, but would wash out bars narrower than a few pixels
+    edges = ' stroke="white" stroke-width="5"' if plot_w * n_lanes >= 5 * n_bars else ""
+    out.append(f'<g transform="scale(0.1)"{edges}>')
+    out += [f'<path fill="{f}" d="{"".join(d)}"/>' for f, d in paths.items()]
+    out.append("</g>")
     if labels is not None:
-        out += [f'<text x="{x + w / 2:.1f}" y="{y + h / 2 + font / 2 - 1:.1f}" '
-                f'text-anchor="middle" font-size="{font}" fill="white">{escape(str(t))}</text>'
-                for (x, y, w, _f), t in zip(rects, labels, strict=True)
-                if w >= char_px * len(str(t)) + 3]
+        for k, s, e, text in zip(lanes, starts, ends_l, labels, strict=True):
+            w = (e - s) * scale
+            if w >= char_px * len(str(text)) + 3:
+                out.append(f'<text x="{left + (s + e) / 2 * scale:.1f}" '
+                           f'y="{top + k * lane_height + 2 + h / 2 + font / 2 - 1:.1f}" '
+                           f'text-anchor="middle" font-size="{font}" fill="white">'
+                           f"{escape(str(text))}</text>")
     if marker is not None and math.isfinite(marker):
         x = left + marker * scale
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{bottom}" '

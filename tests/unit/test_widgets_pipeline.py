@@ -1,7 +1,9 @@
 """The pipeline explorer without a browser: set controls, read numbers and the chart."""
 
+import re
+
 import pytest
-from scaleout import pipeline
+from scaleout import pipeline, plotting
 from scaleout.widgets.pipeline import MAX_M, MAX_P, MAX_V, PipelineExplorer
 
 
@@ -76,3 +78,14 @@ def test_zero_bubble_is_offered(explorer):
 def test_unknown_control_is_a_clear_error():
     with pytest.raises(ValueError, match="no control 'stages'"):
         PipelineExplorer(stages=4)
+
+
+def test_gantt_svg_draws_every_pass_once():
+    t = pipeline.simulate("interleaved", 4, 8, 2, forward_s=1e-3)
+    svg = plotting.pipeline_gantt_svg(t, title="x").decode()
+    paths = re.findall(r'<path fill="[^"]+" d="([^"]+)"/>', svg)
+    assert sum(d.count("z") for d in paths) == t.n_tasks == 128
+    assert svg.count("<text") > t.n_tasks // 2  # micro-batch numbers fit at this size
+    assert "GPU 3" in svg and "ideal (no bubble)" in svg
+    dense = plotting.pipeline_gantt_svg(pipeline.simulate("interleaved", 16, 64, 4), labels=False)
+    assert b'stroke="white"' not in dense  # no white edges on bars a pixel wide
