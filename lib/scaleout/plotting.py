@@ -349,24 +349,28 @@ def pipeline_gantt(ax: Axes, timeline, title: str = "", time_scale: float = 1e3,
     """A pipeline schedule on matplotlib axes: a row per device, a bar per pass.
 
     Same colours as :func:`pipeline_gantt_svg`; micro-batch numbers are
-    written in the bars when there are at most ``max_labels`` passes.
+    written in the bars that are wide enough for them, when there are at most
+    ``max_labels`` passes.
     """
     ax.clear()
     starts = timeline.start_s * time_scale
     widths = (timeline.end_s - timeline.start_s) * time_scale
+    span = timeline.makespan_s * time_scale * 1.01
     ax.barh(timeline.device, widths, left=starts, color=_pass_fills(timeline), height=0.8,
             edgecolor="white", linewidth=0.4)
     if timeline.n_tasks <= max_labels:
-        size = 8 if timeline.n_tasks > 120 else 9
+        size = 8
+        axes_pt = ax.get_position().width * ax.figure.get_figwidth() * 72
         for y, x, w, mb in zip(timeline.device.tolist(), starts.tolist(), widths.tolist(),
                                timeline.micro_batch.tolist(), strict=True):
-            ax.text(x + w / 2, y, str(mb), ha="center", va="center", fontsize=size,
-                    color="white")
+            if w / span * axes_pt >= 0.7 * size * len(str(mb)) + 2:
+                ax.text(x + w / 2, y, str(mb), ha="center", va="center", fontsize=size,
+                        color="white")
     ideal = ax.axvline(timeline.ideal_s * time_scale, color="black", linestyle="--",
                        linewidth=1, label="ideal (no bubble)")
     ax.set_yticks(range(timeline.p), [f"GPU {d}" for d in range(timeline.p)])
     ax.set_ylim(timeline.p - 0.4, -0.6)
-    ax.set_xlim(0, timeline.makespan_s * time_scale * 1.01)
+    ax.set_xlim(0, span)
     ax.set_xlabel(f"time ({time_unit})")
     ax.set_facecolor("#eeeeee")
     handles = [Patch(color=c, label=name) for name, c in _pass_legend(timeline).items()]
@@ -421,7 +425,7 @@ def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str
     if line is not None:
         ax.axhline(line, color="black", linestyle="--", linewidth=1)
         if line_label:
-            ax.text(stages - 0.5, line, f"{line_label} ", ha="right", va="bottom", fontsize=9)
+            ax.text(stages - 0.5, line, f"{line_label} ", ha="right", va="top", fontsize=9)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=9, frameon=False)
     if title:
