@@ -1,0 +1,206 @@
+"""Collective-cost explorer (notebook 07): α-β time and bus bandwidth of a collective, by algorithm.
+
+Pick a collective, one or more algorithms, a link (a catalog link, or α and B
+fitted to one of the real nccl-tests logs of ``data/nccl-tests``), the number of
+GPUs and a message size; see time against message size on log-log axes (with the
+bandwidth lower bound dashed) and bus bandwidth against size, and read the
+numbers at the chosen size. All numbers come from :mod:`scaleout.collectives`
+and :mod:`scaleout.calibration`; the charts are SVG (:mod:`scaleout.svgchart`).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as W
+import numpy as np
+
+from .. import calibration, catalog, collectives, svgchart
+from .common import Explorer
+
+__all__ = ["ALGORITHM_COLORS", "FIT_PREFIX", "CollectiveExplorer", "size_text"]
+
+#: One colour per algorithm, the same in the notebook's figures.
+ALGORITHM_COLORS = {
+    "ring": "#1f77b4",
+    "tree": "#ff7f0e",
+    "halving_doubling": "#2ca02c",
+    "sharp": "#9467bd",
+}
+_BOUND_COLOR = "#555555"
+_BOUND = "bandwidth lower bound"
+_LINK_LINE = "link bandwidth B"
+#: Link menu entries that stand for α and B fitted to a shipped log: ``"fit: <log name>"``.
+FIT_PREFIX = "fit: "
+#: Sizes of the sweep drawn on the charts: 1 B to 8 GiB.
+_SWEEP = 2.0 ** np.arange(0, 34)
+_WIDE = {"style": {"description_width": "90px"}, "layout": W.Layout(width="330px")}
+
+
+def size_text(n_bytes: float) -> str:
+    """``268435456`` → ``"256 MiB"`` (binary prefixes, as nccl-tests sweeps powers of two)."""
+    if not np.isfinite(n_bytes):
+        return "none"
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n_bytes >= div:
+            return f"{n_bytes / div:,.4g} {unit}"
+    return f"{n_bytes:,.4g} B"
+
+
+def _time_text(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:,.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:,.3g} ms"
+    return f"{seconds * 1e6:,.3g} µs"
+
+
+class CollectiveExplorer(Explorer):
+    """Time and bus bandwidth of one collective under several algorithms.
+
+    Controls: ``op`` (:data:`scaleout.collectives.OPS`), ``algorithms`` (a tuple
+    of :data:`scaleout.collectives.ALGORITHMS`; those that do not model the op
+    are skipped and named), ``link`` (a catalog link name or ``"fit: <log>"``),
+    ``n`` (GPUs) and ``size_bytes`` (a log slider, 1 B to 8 GiB).
+    ``result`` is a dict: ``link`` (the :class:`~scaleout.collectives.AlphaBeta`
+    used), ``time_s``, ``busbw_gbytes_s`` and ``crossover_bytes`` per algorithm
+    at the chosen size, ``bound_s`` (the bandwidth lower bound), ``best``
+    (the fastest algorithm), ``skipped`` and the ``sweep`` arrays drawn.
+    """
+
+    title = "What does a collective cost? α-β time by algorithm"
+    image_format = "svg+xml"
+
+    def __init__(self, **initial: Any) -> None:
+        self._fits: dict[str, tuple[calibration.NcclTestsLog, calibration.AlphaBetaFit]] = {}
+        super().__init__(**initial)
+
+    def _build_controls(self) -> dict[str, W.ValueWidget]:
+        links = [*catalog.link_names(), *(FIT_PREFIX + name for name in calibration.log_names())]
+        return {
+            "op": W.Dropdown(options=list(collectives.OPS), value="all_reduce",
+                             description="collective", **_WIDE),
+            "algorithms": W.SelectMultiple(options=list(collectives.ALGORITHMS),
+                                           value=("ring", "tree"), rows=4,
+                                           description="algorithms", **_WIDE),
+            "link": W.Dropdown(options=links, value="InfiniBand NDR", description="link",
+                               **_WIDE),
+            "n": W.BoundedIntText(value=1024, min=0, max=10_000_000, description="GPUs n",
+                                  **_WIDE),
+            "size_bytes": W.FloatLogSlider(value=2.0**28, base=2, min=0, max=33, step=1,
+                                           description="message", readout=False,
+                                           continuous_update=False, **_WIDE),
+        }
+
+    # -- library calls only -----------------------------------------------------------------
+    def _link(self, name: str) -> collectives.AlphaBeta:
+        if name.startswith(FIT_PREFIX):
+            log_name = name.removeprefix(FIT_PREFIX)
+            if log_name not in self._fits:
+                log = calibration.load_log(log_name)
+                self._fits[log_name] = (log, calibration.fit_log(log))
+            return self._fits[log_name][1].link
+        spec = catalog.link(name)
+        return collectives.AlphaBeta(spec.latency_s, spec.bandwidth_bytes_s)
+
+    def _label(self, name: str) -> str:
+        if name.startswith(FIT_PREFIX):
+            log, _fit = self._fits[name.removeprefix(FIT_PREFIX)]
+            return f"α, B fitted to {log.short_label}"
+        return name
+
+    def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:
+        op, n, size = v["op"], v["n"], float(v["size_bytes"])
+        chosen = tuple(v["algorithms"])
+        if not chosen:
+            raise ValueError("algorithms: choose at least one of "
+                             f"{', '.join(collectives.ALGORITHMS)}")
+        link = self._link(v["link"])
+        usable, skipped = [], []
+        for algo in chosen:
+            try:
+                collectives.cost_terms(op, 1.0, n, algo)
+            except ValueError as exc:
+                if "algorithm here" not in str(exc):
+                    raise  # a bad n, not an unsupported pairing
+                skipped.append(algo)
+            else:
+                usable.append(algo)
+        if not usable:
+            raise ValueError(f"algorithms {', '.join(map(repr, chosen))} do not model op={op!r}; "
+                             "ring models every collective")
+        sweep_t = {a: np.asarray(collectives.collective_time(op, _SWEEP, n, link, a))
+                   for a in usable}
+        sweep_bus = {a: np.asarray(collectives.nccl_tests_prediction(op, _SWEEP, n, link, a)
+                                   ["busbw_gbytes_s"]) for a in usable}
+        bound = np.asarray(collectives.lower_bound_bytes(op, _SWEEP, n)) / link.bandwidth_bytes_s
+        at = {a: collectives.nccl_tests_prediction(op, size, n, link, a) for a in usable}
+        time_s = {a: at[a]["time_us"] * 1e-6 for a in usable}
+        return {
+            "op": op, "n": n, "size_bytes": size, "link": link, "link_name": v["link"],
+            "link_label": self._label(v["link"]),
+            "algorithms": tuple(usable), "skipped": tuple(skipped),
+            "time_s": time_s,
+            "busbw_gbytes_s": {a: at[a]["busbw_gbytes_s"] for a in usable},
+            "algbw_gbytes_s": {a: at[a]["algbw_gbytes_s"] for a in usable},
+            "latency_share": {a: collectives.collective_time(op, 0.0, n, link, a) / time_s[a]
+                              if time_s[a] > 0 else 0.0 for a in usable},
+            "crossover_bytes": {a: collectives.crossover_bytes(op, n, link, a) for a in usable},
+            "bound_s": float(collectives.lower_bound_bytes(op, size, n))
+            / link.bandwidth_bytes_s,
+            "best": min(usable, key=lambda a: time_s[a]),
+            "sweep": {"size_bytes": _SWEEP, "time_s": sweep_t, "busbw_gbytes_s": sweep_bus,
+                      "bound_s": bound},
+        }
+
+    # -- drawing ----------------------------------------------------------------------------
+    def _render(self, r: dict[str, Any]) -> str:
+        sw = r["sweep"]
+        colors = {a: ALGORITHM_COLORS[a] for a in r["algorithms"]}
+        size, best = r["size_bytes"], r["best"]
+        where = f"{r['op']}, n = {r['n']:,}, {r['link_label']}"
+        times = {a: (sw["size_bytes"], sw["time_s"][a] * 1e6) for a in r["algorithms"]}
+        curves = np.concatenate([t for _, t in times.values()])
+        curves = curves[curves > 0]
+        y_lo = float(curves.min()) / 2 if curves.size else 1e-3
+        y_hi = float(curves.max()) * 2 if curves.size else 1.0
+        if r["n"] > 1:  # the bound, where it is inside the frame of the algorithms' curves
+            bound_us = sw["bound_s"] * 1e6
+            times[_BOUND] = (sw["size_bytes"], np.where(bound_us >= y_lo, bound_us, np.nan))
+        top = svgchart.line_chart(
+            times, {**colors, _BOUND: _BOUND_COLOR}, logx=True, logy=True, y_range=(y_lo, y_hi),
+            xlabel="message size S (bytes)", ylabel="time (µs)", title=f"Time: {where}",
+            dashed=(_BOUND,), highlight=best, marker_x=size, marker_label=size_text(size),
+            points={a: (size, r["time_s"][a] * 1e6) for a in r["algorithms"]}, height=330)
+        link_b = r["link"].bandwidth_bytes_s / 1e9
+        bus = {a: (sw["size_bytes"], sw["busbw_gbytes_s"][a]) for a in r["algorithms"]}
+        bus[_LINK_LINE] = (sw["size_bytes"], np.full(sw["size_bytes"].shape, link_b))
+        peak = max([link_b, *(float(np.max(y)) for _, y in bus.values())])
+        bottom = svgchart.line_chart(
+            bus, {**colors, _LINK_LINE: _BOUND_COLOR}, logx=True,
+            xlabel="message size S (bytes)", ylabel="bus bandwidth (GB/s)",
+            title="Bus bandwidth = S / t · F(n)", dashed=(_LINK_LINE,), highlight=best,
+            marker_x=size, y_range=(0.0, peak * 1.1),
+            points={a: (size, r["busbw_gbytes_s"][a]) for a in r["algorithms"]}, height=300)
+        self.image.value = svgchart.vstack([top, bottom])
+
+        rows = "".join(
+            f"<tr><th>{html.escape(a)}{' ★' if a == best else ''}</th>"
+            f"<td>{_time_text(r['time_s'][a])}</td><td>{r['busbw_gbytes_s'][a]:,.1f}</td>"
+            f"<td>{r['latency_share'][a]:.0%}</td><td>{size_text(r['crossover_bytes'][a])}</td>"
+            "</tr>" for a in r["algorithms"])
+        skipped = (f"<p>Not modelled for {html.escape(r['op'])}: "
+                   f"{html.escape(', '.join(r['skipped']))}.</p>" if r["skipped"] else "")
+        ab = r["link"]
+        return (
+            f"<p><b>{html.escape(r['op'])}</b> of {size_text(size)} on {r['n']:,} GPUs; link "
+            f"α = {ab.latency_s * 1e6:.3g} µs, B = {ab.bandwidth_bytes_s / 1e9:,.4g} GB/s "
+            "per direction</p>"
+            "<table><tr><th>algorithm</th><th>time</th><th>busbw GB/s</th>"
+            "<th>latency share</th><th>crossover S*</th></tr>"
+            f"{rows}</table>"
+            f"<p>Bandwidth lower bound: {_time_text(r['bound_s'])}. Fastest here: "
+            f"<b>{html.escape(best)}</b>.</p>{skipped}"
+        )
