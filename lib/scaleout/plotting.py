@@ -427,12 +427,11 @@ def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str
         xs = [s + (i - (n - 1) / 2) * width for s in range(len(values))]
         ax.bar(xs, values, width=width, label=label, color=colors[i % len(colors)])
     stages = len(next(iter(groups.values()))) if groups else 0
-    ax.set_xticks(range(stages), [f"stage {s}" for s in range(stages)], fontsize=9)
+    ax.set_xticks(range(stages), [str(s) for s in range(stages)], fontsize=9)
+    ax.set_xlabel("pipeline stage")
     if line is not None:
-        ax.axhline(line, color="black", linestyle="--", linewidth=1)
-        if line_label:
-            ax.text(stages - 0.5, line, f"{line_label} ", ha="right", va="top", fontsize=9)
+        ax.axhline(line, color="black", linestyle="--", linewidth=1, label=line_label or None)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=9, frameon=False)
+    ax.legend(fontsize=9, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if title:
         ax.set_title(title, fontsize=11)
