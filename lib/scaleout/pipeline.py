@@ -66,6 +66,7 @@ __all__ = [
     "one_f_one_b_period_s",
     "p2p_bytes",
     "p2p_seconds",
+    "sends_per_micro_batch",
     "simulate",
     "stage_forward_s",
 ]
@@ -528,6 +529,20 @@ def p2p_bytes(
     check_positive("bytes_per_value", bytes_per_value)
     values = b * s * m.hidden
     return float(values * bytes_per_value / (tp if scatter_gather else 1))
+
+
+def sends_per_micro_batch(p: int, v: int = 1) -> int:
+    """Point-to-point messages one micro-batch causes per iteration: ``2 (v p - 1)``.
+
+    It visits ``v p`` (virtual) stages in turn, crossing ``v p - 1`` boundaries
+    forward and as many backward. Interleaving multiplies the messages by
+    about ``v`` (Narayanan et al. 2021, Sec. 2.2.2: "the amount of
+    communication also increases by v"). With ``p = 1`` the chunks share one
+    GPU and these hand-overs stay local.
+    """
+    p = check_int("p", p)
+    v = check_int("v", v)
+    return 2 * (v * p - 1)
 
 
 def p2p_seconds(n_bytes: float, link_gbytes_s: float, latency_s: float = 0.0) -> float:

@@ -288,6 +288,20 @@ def test_p2p_bytes_is_bsh_per_boundary():
     assert pipeline.p2p_seconds(0, 25.0, latency_s=5e-6) == 5e-6
 
 
+@pytest.mark.parametrize(("schedule", "p", "m", "v"), [("1f1b", 4, 8, 1), ("interleaved", 4, 8, 3),
+                                                 ("gpipe", 1, 2, 1)])
+def test_sends_per_micro_batch_counts_the_simulated_hops(schedule, p, m, v):
+    """Every pass whose input comes from another GPU is one message."""
+    t = pipeline.simulate(schedule, p, m, v, transfer_s=1.0)
+    at = _index(t)
+    stage = t.chunk.astype(int) * t.p + t.device
+    hops = sum(1 for k, s, j in zip(t.kind.tolist(), stage.tolist(), t.micro_batch.tolist(),
+                                    strict=True)
+               if (k == F and s > 0) or (k == B and s < t.v * t.p - 1))
+    assert len(at) == t.n_tasks
+    assert hops == m * pipeline.sends_per_micro_batch(p, v) == m * 2 * (v * p - 1)
+
+
 def test_stage_forward_time_agrees_with_megatron_eq3():
     """A third of Megatron-LM Eq. 3 without recomputation (72 B s l h^2 (...)) over p t GPUs
     at the achieved rate; PaLM's count differs from it by under 1 % for GPT-3."""
