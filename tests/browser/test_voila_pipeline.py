@@ -1,0 +1,93 @@
+"""Notebook 05's pipeline explorer as a lecturer sees it: served by Voila, driven in Chromium.
+
+Moving the micro-batches slider redraws the Gantt chart and the readout; an interleaved
+schedule with a number of micro-batches that is not a multiple of the stages shows a
+one-line status (no traceback) that a valid value clears; the page never shows a Python
+error nor logs a browser console error. Helpers and timeouts are those of the notebook 02
+test beside this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from .test_voila_widgets import (
+    EVENT_TIMEOUT_MS,
+    FIGURE,
+    READOUT,
+    RENDER_TIMEOUT_MS,
+    STATUS,
+    assert_page_clean,
+    figure_src,
+    text_of,
+    wait_for_js,
+    wait_for_text,
+)
+from .voila_app import VoilaServer, WatchedPage
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "05_pipeline_parallelism.ipynb"
+M_HANDLE = ".so-ctl-m .noUi-handle"  # IntSlider: micro-batches
+SCHEDULE_SELECT = ".so-ctl-schedule select"  # Dropdown
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
+    """Notebook 05 open in Chromium, its explorer drawn once."""
+    server = serve_voila(NOTEBOOK)
+    page = watched_page.page
+    try:
+        page.goto(server.url, timeout=RENDER_TIMEOUT_MS)
+        page.locator(FIGURE).first.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
+        page.wait_for_function(
+            "sel => { const e = document.querySelector(sel);"
+            " return e !== null && e.innerText.includes('bubble'); }",
+            arg=READOUT, timeout=EVENT_TIMEOUT_MS)
+    except PlaywrightTimeout:
+        body = page.locator("body").inner_text() if page.locator("body").count() else ""
+        pytest.fail(f"the explorer of {NOTEBOOK.name} did not render.\n--- page text ---\n"
+                    f"{body[-3000:]}\n--- browser ---\n" + "\n".join(watched_page.problems())
+                    + f"\n--- voila log ---\n{server.log()}", pytrace=False)
+    return watched_page
+
+
+def press_on_m(app: WatchedPage, key: str, times: int = 1) -> None:
+    """Move the micro-batches slider with the keyboard (each press is one step)."""
+    app.page.locator(M_HANDLE).first.focus()
+    for _ in range(times):
+        app.page.keyboard.press(key)
+
+
+def test_micro_batches_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
+    page = app.page
+    assert_page_clean(app)
+    src, readout = figure_src(page), text_of(page, READOUT)
+    assert src, "the Gantt chart has no src"
+    assert "bubble, simulated" in readout and "bubble, formula" in readout
+    press_on_m(app, "ArrowRight", 3)
+    wait_for_js(page, "the Gantt chart to be redrawn",
+                "([sel, old]) => { const e = document.querySelector(sel);"
+                " return e !== null && e.getAttribute('src') !== old; }", [FIGURE, src])
+    wait_for_text(page, READOUT, "the readout to change", f"t => t !== {readout!r}")
+    assert text_of(page, STATUS) == ""
+    assert_page_clean(app)
+
+
+def test_interleaving_needs_a_multiple_of_p_and_recovers(app: WatchedPage) -> None:
+    page = app.page
+    page.locator(SCHEDULE_SELECT).first.select_option("interleaved")
+    wait_for_text(page, READOUT, "the interleaved readout", "t => t.includes('iteration')")
+    readout = text_of(page, READOUT)
+    press_on_m(app, "ArrowRight")  # the notebook's default m is a multiple of p; m + 1 is not
+    wait_for_text(page, STATUS, "a ⚠ status message", "t => t.startsWith('⚠')")
+    assert "multiple of p" in text_of(page, STATUS)
+    assert_page_clean(app)
+    press_on_m(app, "ArrowLeft")
+    wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
+    assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
+    assert_page_clean(app)
