@@ -284,7 +284,9 @@ def dp_timeline(ax: Axes, timeline, title: str = "", label: str = "") -> None:
     end = timeline.end_s[-1] * ms
     ax.annotate("", xy=(end, -0.45), xytext=(back, -0.45),
                 arrowprops={"arrowstyle": "<->", "color": "black"})
-    ax.text((back + end) / 2, -0.55, f"exposed {timeline.exposed_s * ms:,.1f} ms", ha="center",
+    narrow = end - back < 0.15 * max(back, end)
+    ax.text(back if narrow else (back + end) / 2, -0.55,
+            f"exposed {timeline.exposed_s * ms:,.1f} ms ", ha="right" if narrow else "center",
             va="top", fontsize=10)
     ax.set_yticks([0, 1], [f"all-reduces\n({len(timeline.sizes_bytes)} buckets)", "compute"])
     ax.set_ylim(-0.9, 1.5)

@@ -45,7 +45,7 @@ import numpy as np
 
 from . import catalog, collectives, memory
 from .catalog import GPU, ModelSpec
-from .checks import check_int, check_positive
+from .checks import check_choice, check_int, check_positive
 from .data_parallel import Fabric
 
 __all__ = [
@@ -141,26 +141,39 @@ class ZeroComm:
         return float(sum(self.parts_s.values()))
 
 
+def _recipe(recipe: str | memory.PrecisionRecipe) -> memory.PrecisionRecipe:
+    if isinstance(recipe, memory.PrecisionRecipe):
+        return recipe
+    return memory.RECIPES[check_choice("recipe", recipe, memory.RECIPES)]
+
+
 def zero_comm(params: float, zero_stage: int, dp: int, fabric: Fabric | None = None,
-              bytes_per_element: float = 2) -> ZeroComm:
+              recipe: str | memory.PrecisionRecipe = "mixed-adam") -> ZeroComm:
     """Seconds of each collective of a ZeRO step over ``dp`` GPUs of ``fabric``.
 
     ``parts_s`` is keyed ``"reduce-scatter (gradients)"``, ``"all-gather (weights)"``,
     ``"all-gather (weights again, backward)"``, ``"all-reduce (gradients)"``.
 
-    Each collective of :func:`stage_collectives` moves all ``Ψ · bytes`` of the
-    gradients or weights (``Fabric.time``: ring inside a node, hierarchical or
-    flat across nodes). The bytes are those of :func:`zero_comm_bytes` with
-    ``dp``. Communication that overlaps computation is not subtracted here.
+    Each collective of :func:`stage_collectives` moves all Ψ gradients (at the
+    recipe's gradient bytes) or all Ψ weights (at its weight bytes): 2 and 2
+    for mixed-precision Adam, the paper's fp16 case, where ``bytes_sent``
+    equals :func:`zero_comm_bytes`; Megatron-LM's bf16 recipe reduces fp32
+    gradients, 4 bytes. Times come from ``Fabric.time`` (ring inside a node,
+    hierarchical or flat across nodes); ``bytes_sent`` is what each GPU sends
+    in a ring (:func:`scaleout.collectives.lower_bound_bytes`). Overlap with
+    computation is not subtracted.
     """
     psi = check_positive("params", params)
     stage = _stage(zero_stage)
     dp = check_int("dp", dp)
-    size = psi * check_positive("bytes_per_element", bytes_per_element)
+    r = _recipe(recipe)
     fab = fabric or Fabric()
-    parts = {f"{op.replace('_', '-')} ({what})": float(fab.time(op, size, dp))
-             for op, what in stage_collectives(stage)}
-    return ZeroComm(stage, dp, parts, zero_comm_bytes(psi, stage, dp, bytes_per_element))
+    parts, sent = {}, 0.0
+    for op, what in stage_collectives(stage):
+        size = psi * (r.grad_bytes if what == "gradients" else r.weight_bytes)
+        parts[f"{op.replace('_', '-')} ({what})"] = float(fab.time(op, size, dp))
+        sent += collectives.lower_bound_bytes(op, size, dp)
+    return ZeroComm(stage, dp, parts, float(sent))
 
 
 def zero_memory_table(params: float, dps: Sequence[int], stages: Sequence[int] = (0, 1, 2, 3),

@@ -61,6 +61,18 @@ def test_comm_parts_name_the_collectives():
     assert Z.zero_comm(PSI, 2, 64).bytes_sent == Z.zero_comm_bytes(PSI, 2, 64)
 
 
+def test_bytes_follow_the_recipe():
+    """Mixed-precision Adam moves 2-byte gradients and weights (the paper's case); Megatron-LM's
+    bf16 recipe reduces fp32 gradients (4 bytes) and gathers bf16 weights (2 bytes)."""
+    dp = 64
+    assert Z.zero_comm(PSI, 3, dp).bytes_sent == pytest.approx(Z.zero_comm_bytes(PSI, 3, dp))
+    bf16 = Z.zero_comm(PSI, 2, dp, recipe="megatron-bf16")
+    assert bf16.bytes_sent == pytest.approx((dp - 1) / dp * PSI * (4 + 2))
+    fab = Fabric()
+    assert bf16.parts_s["reduce-scatter (gradients)"] == fab.time("reduce_scatter", 4 * PSI, dp)
+    assert bf16.parts_s["all-gather (weights)"] == fab.time("all_gather", 2 * PSI, dp)
+
+
 # --------------------------------------------------------------------------- memory
 def _decimals(printed: float) -> int:
     text = repr(float(printed)).rstrip("0").rstrip(".")
@@ -103,6 +115,7 @@ def test_lowest_fitting_stage_is_the_first_that_fits():
     (lambda: Z.zero_comm_bytes(PSI, 1, 8, 0), r"bytes_per_element must be a finite number > 0"),
     (lambda: Z.zero_comm(PSI, 3, 12), r"gpus_per_node=8 must divide n \(GPUs in the group\)=12"),
     (lambda: Z.stage_collectives(-1), r"zero_stage must be a whole number from 0 to 3"),
+    (lambda: Z.zero_comm(PSI, 1, 8, recipe="adam"), r"recipe must be one of"),
     (lambda: Z.lowest_fitting_stage("gpt3-175b", "H1000", 8), r"gpu 'H1000' is not in the"),
 ])
 def test_bad_input(call, pattern):

@@ -25,13 +25,29 @@ from .. import catalog, data_parallel, memory, plotting, svgchart, tensor_parall
 from .common import Explorer
 from .scale_up import html_table
 
-__all__ = ["DataParallelExplorer", "TensorParallelExplorer", "ZeroExplorer"]
+__all__ = [
+    "BUCKET_MIB_CHOICES",
+    "COMPARE_LINKS",
+    "DP_SIZES",
+    "GPU_COUNTS",
+    "NODE_SIZES",
+    "NVLINK_DOMAINS",
+    "SEQ_LENS",
+    "TP_SIZES",
+    "DataParallelExplorer",
+    "TensorParallelExplorer",
+    "ZeroExplorer",
+]
 
 _WIDE = {"style": {"description_width": "110px"}, "layout": W.Layout(width="290px")}
-_POW2 = [2**k for k in range(17)]  # 1 .. 65,536
-_BUCKETS_MIB = [0.25, 1, 5, 25, 100, 400, 1600, 6400]
-_SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384, 32768]
-_TP_SIZES = [1, 2, 4, 8, 16, 32, 64]
+#: The menus of the explorers (notebooks validate their parameters against them).
+GPU_COUNTS = tuple(2**k for k in range(17))  # 1 .. 65,536 data-parallel replicas
+DP_SIZES = tuple(2**k for k in range(15))  # 1 .. 16,384 (ZeRO explorer)
+BUCKET_MIB_CHOICES = (0.25, 1, 5, 25, 100, 400, 1600, 6400)
+NODE_SIZES = (1, 2, 4, 8, 16)
+NVLINK_DOMAINS = (2, 4, 8, 16, 72)
+SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
 #: Networks every data-parallel chart compares the chosen one against.
 COMPARE_LINKS = ("InfiniBand NDR", "RoCE v2 400GbE", "TCP/IP 100GbE")
 
@@ -40,8 +56,8 @@ def _links(scope: str | None = None) -> list[str]:
     return [x.name for x in catalog.links() if scope is None or x.scope == scope]
 
 
-def _n_options(top: int = 65536) -> list[tuple[str, int]]:
-    return [(f"{n:,}", n) for n in _POW2 if n <= top]
+def _n_options(values) -> list[tuple[str, int]]:
+    return [(f"{n:,}", n) for n in values]
 
 
 # =========================================================================== 03: data parallel
@@ -69,14 +85,14 @@ class DataParallelExplorer(Explorer):
                               description="GPU", **_WIDE),
             "link": W.Dropdown(options=_links(), value="InfiniBand NDR",
                                description="network", **_WIDE),
-            "gpus_per_node": W.Dropdown(options=[1, 2, 4, 8, 16], value=8,
+            "gpus_per_node": W.Dropdown(options=NODE_SIZES, value=8,
                                         description="GPUs per node", **_WIDE),
             "hierarchical": W.Checkbox(value=True, description="hierarchical all-reduce",
                                        indent=False),
             "overlap": W.Checkbox(value=True, description="overlap with backward", indent=False),
-            "n_gpus": W.SelectionSlider(options=_n_options(), value=1024, description="GPUs",
-                                        continuous_update=False, **_WIDE),
-            "bucket_mib": W.SelectionSlider(options=_BUCKETS_MIB, value=25,
+            "n_gpus": W.SelectionSlider(options=_n_options(GPU_COUNTS), value=1024,
+                                        description="GPUs", continuous_update=False, **_WIDE),
+            "bucket_mib": W.SelectionSlider(options=BUCKET_MIB_CHOICES, value=25,
                                             description="bucket (MiB)",
                                             continuous_update=False, **_WIDE),
             "batch_per_gpu": W.IntSlider(value=8, min=1, max=64, description="seqs per GPU",
@@ -103,7 +119,7 @@ class DataParallelExplorer(Explorer):
         chosen = fabric(v["link"])
         step = data_parallel.dp_step(v["model"], v["n_gpus"], fabric=chosen,
                                      overlap=v["overlap"], **step_kw)
-        ns = [n for n in _POW2 if n <= v["gpus_per_node"] or n % v["gpus_per_node"] == 0]
+        ns = [n for n in GPU_COUNTS if n <= v["gpus_per_node"] or n % v["gpus_per_node"] == 0]
         links = list(dict.fromkeys([*COMPARE_LINKS, v["link"]]))
         curves = {link: data_parallel.weak_scaling(v["model"], ns, fabric=fabric(link),
                                                    overlap=v["overlap"], **step_kw)
@@ -175,17 +191,17 @@ class TensorParallelExplorer(Explorer):
         return {
             "model": W.Dropdown(options=catalog.model_names(), value="gpt3-175b",
                                 description="model", **_WIDE),
-            "t": W.Dropdown(options=_TP_SIZES, value=8, description="TP size t", **_WIDE),
+            "t": W.Dropdown(options=TP_SIZES, value=8, description="TP size t", **_WIDE),
             "intra": W.Dropdown(options=_links("scale-up"), value="NVLink 4",
                                 description="inside node", **_WIDE),
             "inter": W.Dropdown(options=_links("scale-out"), value="InfiniBand NDR",
                                 description="across nodes", **_WIDE),
-            "gpus_per_node": W.Dropdown(options=[2, 4, 8, 16, 72], value=8,
+            "gpus_per_node": W.Dropdown(options=NVLINK_DOMAINS, value=8,
                                         description="NVLink domain", **_WIDE),
             "sp": W.Checkbox(value=False, description="sequence parallelism", indent=False),
             "micro_batch": W.IntSlider(value=1, min=1, max=16, description="micro-batch",
                                        continuous_update=False, **_WIDE),
-            "seq_len": W.Dropdown(options=_SEQ_LENS, value=2048, description="sequence",
+            "seq_len": W.Dropdown(options=SEQ_LENS, value=2048, description="sequence",
                                   **_WIDE),
             "achieved_tflops": W.IntSlider(value=400, min=10, max=2000, step=10,
                                            description="TFLOP/s achieved",
@@ -198,7 +214,7 @@ class TensorParallelExplorer(Explorer):
         kw = {"micro_batch": v["micro_batch"], "seq_len": v["seq_len"], "fabric": fab,
               "achieved_tflops": v["achieved_tflops"], "sp": v["sp"]}
         model = catalog.model(v["model"])
-        sweep = tensor_parallel.tp_sweep(model, _TP_SIZES, **kw)
+        sweep = tensor_parallel.tp_sweep(model, list(TP_SIZES), **kw)
         layer = tensor_parallel.tp_layer(model, v["t"], **kw)
         act = {sp: memory.activation_bytes_per_layer(model, v["micro_batch"], v["seq_len"],
                                                      v["t"], sp=sp, recompute="selective")
@@ -258,8 +274,8 @@ class ZeroExplorer(Explorer):
 
     Controls: ``model``, ``gpu``, ``zero_stage`` (highlighted), ``dp`` (powers
     of two), ``link`` (network between nodes), ``gpus_per_node``,
-    ``micro_batch``, ``recompute``, ``achieved_tflops``. ``result`` holds ``"memory"`` and
-    ``"comm"`` (``{stage: MemoryBreakdown}``, ``{stage: ZeroComm}``), the
+    ``micro_batch``, ``recompute``, ``recipe``, ``achieved_tflops``. ``result``
+    holds ``"memory"`` and ``"comm"`` (``{stage: MemoryBreakdown}``, ``{stage: ZeroComm}``), the
     parameters ``"params"``, the lowest stage that fits (``"lowest"``, None if
     none) and the step's compute time (``"compute_s"``).
     """
@@ -275,16 +291,18 @@ class ZeroExplorer(Explorer):
                               description="GPU", **_WIDE),
             "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=3, description="ZeRO stage",
                                      **_WIDE),
-            "dp": W.SelectionSlider(options=_n_options(16384), value=64, description="DP size",
-                                    continuous_update=False, **_WIDE),
+            "dp": W.SelectionSlider(options=_n_options(DP_SIZES), value=64,
+                                    description="DP size", continuous_update=False, **_WIDE),
             "link": W.Dropdown(options=_links(), value="InfiniBand NDR", description="network",
                                **_WIDE),
-            "gpus_per_node": W.Dropdown(options=[1, 2, 4, 8, 16], value=8,
+            "gpus_per_node": W.Dropdown(options=NODE_SIZES, value=8,
                                         description="GPUs per node", **_WIDE),
             "micro_batch": W.IntSlider(value=1, min=1, max=16, description="micro-batch",
                                        continuous_update=False, **_WIDE),
             "recompute": W.Dropdown(options=list(memory.RECOMPUTE_MODES), value="full",
                                     description="recompute", **_WIDE),
+            "recipe": W.Dropdown(options=list(memory.RECIPES), value="mixed-adam",
+                                 description="recipe", **_WIDE),
             "achieved_tflops": W.IntSlider(value=400, min=10, max=2000, step=10,
                                            description="TFLOP/s achieved",
                                            continuous_update=False, **_WIDE),
@@ -293,13 +311,14 @@ class ZeroExplorer(Explorer):
     def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:
         model = catalog.model(v["model"])
         gpu = catalog.gpu(v["gpu"])
-        kw = {"micro_batch": v["micro_batch"], "recompute": v["recompute"]}
+        kw = {"micro_batch": v["micro_batch"], "recompute": v["recompute"],
+              "recipe": v["recipe"]}
         mem = {z: memory.training_memory(model, gpu, dp=v["dp"], zero_stage=z, **kw)
                for z in range(4)}
         fab = data_parallel.Fabric(intra=gpu.scaleup_link, inter=v["link"],
                                    gpus_per_node=v["gpus_per_node"])
         params = memory.stage_params(model)
-        comm = {z: zero.zero_comm(params, z, v["dp"], fab) for z in range(4)}
+        comm = {z: zero.zero_comm(params, z, v["dp"], fab, v["recipe"]) for z in range(4)}
         lowest = next((z for z in range(4) if mem[z].fits), None)
         compute_s = data_parallel.compute_time(model, v["micro_batch"] * model.seq_len,
                                                v["achieved_tflops"])
@@ -332,7 +351,7 @@ class ZeroExplorer(Explorer):
             ("stage shards", zero.STAGE_SHARDS[z]),
             ("memory per GPU", f"{units.bytes_to_gib(chosen.total):,.1f} GiB"),
             ("traffic per GPU per step",
-             f"{zero.zero_comm_elements(psi, z) / psi:g}Ψ = "
+             f"{zero.zero_comm_elements(psi, z) / psi:g}Ψ elements, "
              f"{units.bytes_to_gb(c.bytes_sent):,.1f} GB"),
             ("communication per step", f"{c.total_s * 1e3:,.0f} ms"),
             ("compute per micro-batch", f"{r['compute_s'] * 1e3:,.0f} ms"),
