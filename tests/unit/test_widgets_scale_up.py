@@ -77,11 +77,11 @@ def test_glossary_search(search):
     before = search.image.value
     search.controls["query"].value = "RDMA"
     assert search.result == glossary.search("RDMA")
-    assert search.result.per_notebook()["07_collectives_allreduce"] >= 1
+    assert search.result.per_notebook()["07_all_reduce_cost"] >= 1
     assert search.image.value != before
     search.controls["notebook"].value = "09_clos_fabrics"  # RDMA is not taught there
     assert search.error == ("query 'RDMA' matches nothing taught in 09_clos_fabrics; "
-                            "see 07_collectives_allreduce, 12_scale_up_vs_scale_out")
+                            "see 07_all_reduce_cost, 12_scale_up_vs_scale_out")
     search.controls["query"].value = ""
     assert search.error is None and search.result.terms
     assert all(t.notebook == "09_clos_fabrics" for t in search.result.terms)
