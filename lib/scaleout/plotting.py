@@ -405,9 +405,11 @@ def bubble_curves(ax: Axes, curves: dict[str, tuple[list[float], list[float]]],
         ax.plot(ms, fractions, "o", color=colors.get(label, "black"), markersize=6,
                 markerfacecolor="none", label=f"{label}: simulated")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    positive = any(f > 0 for _ms, fractions in curves.values() for f in fractions)
+    if positive:  # one stage has no bubble at all: a log axis would have nothing to show
+        ax.set_yscale("log")
     ax.set_xlabel("micro-batches m (log scale)")
-    ax.set_ylabel("bubble / ideal time (log scale)")
+    ax.set_ylabel("bubble / ideal time" + (" (log scale)" if positive else ""))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     if title:
