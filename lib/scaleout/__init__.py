@@ -24,10 +24,12 @@ module         what it models                                         notebook
 ``tensor_parallel``
                column/row split, 8bsh(t-1)/t traffic, one layer's     04
                compute vs communication, sequence parallelism
+``pipeline``   pipeline schedules simulated (GPipe, 1F1B, interleaved,  05
+               zero-bubble); bubble, activations in flight
 ``zero``       ZeRO stages: 2Ψ/3Ψ traffic and its time; Table 1       06
-``widgets``    ipywidgets explorers (no model logic)                  00-02
-``plotting``   matplotlib and SVG figures (no model logic)            00-02
-``svgchart``   tiny SVG charts for fast widget redraws                00-02
+``widgets``    ipywidgets explorers (no model logic)                  00-07
+``plotting``   matplotlib and SVG figures (no model logic)            00-07
+``svgchart``   tiny SVG charts for fast widget redraws                00-07
 =============  =====================================================  ===========
 """
 
