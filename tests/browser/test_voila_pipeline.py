@@ -3,8 +3,7 @@
 Moving the micro-batches slider redraws the Gantt chart and the readout; an interleaved
 schedule with a number of micro-batches that is not a multiple of the stages shows a
 one-line status (no traceback) that a valid value clears; the page never shows a Python
-error nor logs a browser console error. Helpers and timeouts are those of the notebook 02
-test beside this file.
+error nor logs a browser console error. Helpers and timeouts are those of tests/browser/pages.py.
 """
 
 from __future__ import annotations
@@ -13,23 +12,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from .test_voila_widgets import (
-    EVENT_TIMEOUT_MS,
+from .pages import (
     FIGURE,
+    NOTEBOOKS,
     READOUT,
-    RENDER_TIMEOUT_MS,
     STATUS,
     assert_page_clean,
     figure_src,
+    open_explorer,
     text_of,
     wait_for_js,
     wait_for_text,
 )
 from .voila_app import VoilaServer, WatchedPage
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "05_pipeline_parallelism.ipynb"
+NOTEBOOK = NOTEBOOKS / "05_pipeline_parallelism.ipynb"
 M_HANDLE = ".so-ctl-m .noUi-handle"  # IntSlider: micro-batches
 SCHEDULE_SELECT = ".so-ctl-schedule select"  # Dropdown
 
@@ -39,21 +37,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
     """Notebook 05 open in Chromium, its explorer drawn once."""
-    server = serve_voila(NOTEBOOK)
-    page = watched_page.page
-    try:
-        page.goto(server.url, timeout=RENDER_TIMEOUT_MS)
-        page.locator(FIGURE).first.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
-        page.wait_for_function(
-            "sel => { const e = document.querySelector(sel);"
-            " return e !== null && e.innerText.includes('bubble'); }",
-            arg=READOUT, timeout=EVENT_TIMEOUT_MS)
-    except PlaywrightTimeout:
-        body = page.locator("body").inner_text() if page.locator("body").count() else ""
-        pytest.fail(f"the explorer of {NOTEBOOK.name} did not render.\n--- page text ---\n"
-                    f"{body[-3000:]}\n--- browser ---\n" + "\n".join(watched_page.problems())
-                    + f"\n--- voila log ---\n{server.log()}", pytrace=False)
-    return watched_page
+    return open_explorer(serve_voila, watched_page, NOTEBOOK, "t => t.includes('bubble')")
 
 
 def press_on_m(app: WatchedPage, key: str, times: int = 1) -> None:
@@ -80,8 +64,10 @@ def test_micro_batches_slider_redraws_chart_and_readout(app: WatchedPage) -> Non
 
 def test_interleaving_needs_a_multiple_of_p_and_recovers(app: WatchedPage) -> None:
     page = app.page
+    before = text_of(page, READOUT)
     page.locator(SCHEDULE_SELECT).first.select_option("interleaved")
-    wait_for_text(page, READOUT, "the interleaved readout", "t => t.includes('iteration')")
+    # wait for the interleaved result itself: every schedule's readout names the iteration
+    wait_for_text(page, READOUT, "the interleaved readout", f"t => t !== {before!r}")
     readout = text_of(page, READOUT)
     press_on_m(app, "ArrowRight")  # the notebook's default m is a multiple of p; m + 1 is not
     wait_for_text(page, STATUS, "a ⚠ status message", "t => t.startsWith('⚠')")
