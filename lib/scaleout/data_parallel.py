@@ -171,12 +171,6 @@ class Fabric:
 
 
 # =========================================================================== gradients
-def _recipe(recipe: str | memory.PrecisionRecipe) -> memory.PrecisionRecipe:
-    if isinstance(recipe, memory.PrecisionRecipe):
-        return recipe
-    return memory.RECIPES[check_choice("recipe", recipe, memory.RECIPES)]
-
-
 def gradient_bytes(params, recipe: str | memory.PrecisionRecipe = "mixed-adam"):
     """Bytes of gradients one GPU all-reduces per step: ``params × grad bytes of the recipe``.
 
@@ -189,7 +183,7 @@ def gradient_bytes(params, recipe: str | memory.PrecisionRecipe = "mixed-adam"):
     p = np.asarray(params, dtype=float)
     if not np.all(np.isfinite(p)) or np.any(p <= 0):
         raise ValueError(f"params must be finite numbers > 0, got {params!r}")
-    out = p * _recipe(recipe).grad_bytes
+    out = p * memory.get_recipe(recipe).grad_bytes
     return float(out) if out.ndim == 0 else out
 
 

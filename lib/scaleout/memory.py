@@ -43,6 +43,7 @@ __all__ = [
     "activation_bytes",
     "activation_bytes_per_layer",
     "activation_modes",
+    "get_recipe",
     "megatron_param_count",
     "model_state_breakdown",
     "model_state_bytes",
@@ -173,7 +174,8 @@ RECIPES: dict[str, PrecisionRecipe] = {
 }
 
 
-def _recipe(recipe: str | PrecisionRecipe) -> PrecisionRecipe:
+def get_recipe(recipe: str | PrecisionRecipe) -> PrecisionRecipe:
+    """A training recipe by name (one of :data:`RECIPES`), or the recipe itself."""
     if isinstance(recipe, PrecisionRecipe):
         return recipe
     return RECIPES[check_choice("recipe", recipe, RECIPES)]
@@ -235,7 +237,7 @@ def model_state_breakdown(
     check_positive("params", params)
     zero_stage = check_int("zero_stage", zero_stage, minimum=0, maximum=3)
     dp = check_int("dp", dp)
-    r = _recipe(recipe)
+    r = get_recipe(recipe)
     w, g, o = _shard_factors(zero_stage, dp)
     return ModelStateBytes(
         weights=float(params * r.weight_bytes * w),

@@ -45,7 +45,7 @@ import numpy as np
 
 from . import catalog, collectives, memory
 from .catalog import GPU, ModelSpec
-from .checks import check_choice, check_int, check_positive
+from .checks import check_int, check_positive
 from .data_parallel import Fabric
 
 __all__ = [
@@ -141,12 +141,6 @@ class ZeroComm:
         return float(sum(self.parts_s.values()))
 
 
-def _recipe(recipe: str | memory.PrecisionRecipe) -> memory.PrecisionRecipe:
-    if isinstance(recipe, memory.PrecisionRecipe):
-        return recipe
-    return memory.RECIPES[check_choice("recipe", recipe, memory.RECIPES)]
-
-
 def zero_comm(params: float, zero_stage: int, dp: int, fabric: Fabric | None = None,
               recipe: str | memory.PrecisionRecipe = "mixed-adam") -> ZeroComm:
     """Seconds of each collective of a ZeRO step over ``dp`` GPUs of ``fabric``.
@@ -166,7 +160,7 @@ def zero_comm(params: float, zero_stage: int, dp: int, fabric: Fabric | None = N
     psi = check_positive("params", params)
     stage = _stage(zero_stage)
     dp = check_int("dp", dp)
-    r = _recipe(recipe)
+    r = memory.get_recipe(recipe)
     fab = fabric or Fabric()
     parts, sent = {}, 0.0
     for op, what in stage_collectives(stage):
