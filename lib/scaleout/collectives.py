@@ -171,8 +171,6 @@ def _steps_and_bytes(op: str, algorithm: str, S, n: int):
     """(latency steps, bytes sent per GPU) of one algorithm (array-friendly in S)."""
     lg = math.ceil(math.log2(n)) if n > 1 else 0
     frac = (n - 1) / n
-    if n == 1:
-        return 0, S * 0.0
     if algorithm == "ring":
         table = {
             "all_reduce": (2 * (n - 1), 2 * frac * S),
@@ -212,6 +210,8 @@ def _steps_and_bytes(op: str, algorithm: str, S, n: int):
             f"op={op!r} has no {algorithm!r} algorithm here; {algorithm!r} models "
             f"{', '.join(table)}"
         )
+    if n == 1:  # one GPU: nothing to send (checked after the op/algorithm pair)
+        return 0, S * 0.0
     return table[op]
 
 

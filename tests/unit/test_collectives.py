@@ -67,6 +67,10 @@ def test_hierarchical_moves_a_gpus_per_node_fraction_over_the_network():
     assert t < C.collective_time("all_reduce", S, nodes * g, ib)
 
 
+def test_one_gpu_sends_nothing():
+    assert C.collective_time("all_reduce", 1e9, 1, AB) == 0.0
+
+
 def test_link_names_accepted():
     assert C.collective_time("all_reduce", 1e9, 8, "NDR") == C.collective_time(
         "all_reduce", 1e9, 8, catalog.link("InfiniBand NDR"))
@@ -85,6 +89,7 @@ def test_catalog_links_are_alpha_beta_links():
     (lambda: C.collective_time("all_reduce", -1, 8, AB), r"size_bytes must be finite numbers >= 0"),
     (lambda: C.collective_time("all_reduce", 1, 0, AB), r"n must be a whole number >= 1, got 0"),
     (lambda: C.collective_time("all_to_all", 1, 8, AB, "tree"), r"has no 'tree' algorithm"),
+    (lambda: C.collective_time("all_gather", 1, 1, AB, "tree"), r"has no 'tree' algorithm"),
     (lambda: C.collective_time("all_reduce", 1, 8, 42), r"link must be a catalog link name"),
     (lambda: C.collective_time("all_reduce", 1, 8, "NRD"), r"link 'NRD' is not in the catalog"),
     (lambda: C.AlphaBeta(1e-6, 0), r"bandwidth_bytes_s must be a finite number > 0, got 0"),
