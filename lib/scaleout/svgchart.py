@@ -17,6 +17,17 @@ __all__ = ["gantt", "line_chart", "nice_ticks", "stacked_hbars", "vstack"]
 _FONT = 'font-family="DejaVu Sans, Arial, sans-serif"'
 
 
+def _open_svg(width: float, height: float, title: str = "") -> list[str]:
+    """The opening of every chart: the <svg> element, a white background, a bold title."""
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" {_FONT} font-size="13">',
+           f'<rect width="{width}" height="{height}" fill="white"/>']
+    if title:
+        out.append(f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" '
+                   f'font-weight="bold">{escape(title)}</text>')
+    return out
+
+
 def nice_ticks(upper: float, n: int = 5) -> list[float]:
     """About ``n`` round tick values from 0 to at least ``upper`` (1, 2, 2.5 or 5 times 10^k)."""
     if not upper > 0 or not math.isfinite(upper):
@@ -71,12 +82,7 @@ def stacked_hbars(
     def x(v: float) -> float:
         return left + plot_w * v / xmax
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" {_FONT} font-size="13">',
-           f'<rect width="{width}" height="{height}" fill="white"/>']
-    if title:
-        out.append(f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" '
-                   f'font-weight="bold">{escape(title)}</text>')
+    out = _open_svg(width, height, title)
     bottom = top + row_height * len(rows)
     for t in ticks:
         out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{bottom}" '
@@ -215,12 +221,7 @@ def line_chart(
             frac = (v - y_lo) / (y_hi - y_lo)
         return top + plot_h * (1 - frac)
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" {_FONT} font-size="13">',
-           f'<rect width="{width}" height="{height}" fill="white"/>']
-    if title:
-        out.append(f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" '
-                   f'font-weight="bold">{escape(title)}</text>')
+    out = _open_svg(width, height, title)
     y0 = top + plot_h
     for t in xticks:
         out.append(f'<line x1="{fx(t):.1f}" x2="{fx(t):.1f}" y1="{top}" y2="{y0}" stroke="#ddd"/>')

@@ -51,6 +51,13 @@ def wait_for_js(page: Page, what: str, expression: str, arg: object) -> None:
                     f"{text_of(page, STATUS)!r}", pytrace=False)
 
 
+def wait_for_redraw(page: Page, old_src: str, what: str = "the figure to be redrawn") -> None:
+    """Wait until the figure's ``src`` differs from ``old_src`` (a new image arrived)."""
+    wait_for_js(page, what,
+                "([sel, old]) => { const e = document.querySelector(sel);"
+                " return e !== null && e.getAttribute('src') !== old; }", [FIGURE, old_src])
+
+
 def wait_for_text(page: Page, selector: str, what: str, predicate_js: str) -> None:
     """Wait until ``predicate_js`` (a JS function of the element's text) holds."""
     wait_for_js(

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from .pages import (
-    FIGURE,
     NOTEBOOKS,
     READOUT,
     STATUS,
@@ -22,7 +21,7 @@ from .pages import (
     figure_src,
     open_explorer,
     text_of,
-    wait_for_js,
+    wait_for_redraw,
     wait_for_text,
 )
 from .voila_app import VoilaServer, WatchedPage
@@ -54,9 +53,7 @@ def test_micro_batches_slider_redraws_chart_and_readout(app: WatchedPage) -> Non
     assert src, "the Gantt chart has no src"
     assert "bubble, simulated" in readout and "bubble, formula" in readout
     press_on_m(app, "ArrowRight", 3)
-    wait_for_js(page, "the Gantt chart to be redrawn",
-                "([sel, old]) => { const e = document.querySelector(sel);"
-                " return e !== null && e.getAttribute('src') !== old; }", [FIGURE, src])
+    wait_for_redraw(page, src, "the Gantt chart to be redrawn")
     wait_for_text(page, READOUT, "the readout to change", f"t => t !== {readout!r}")
     assert text_of(page, STATUS) == ""
     assert_page_clean(app)

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from .pages import (
-    FIGURE,
     NOTEBOOKS,
     READOUT,
     STATUS,
@@ -22,7 +21,7 @@ from .pages import (
     open_explorer,
     set_int_text,
     text_of,
-    wait_for_js,
+    wait_for_redraw,
     wait_for_text,
 )
 from .voila_app import VoilaServer, WatchedPage
@@ -49,9 +48,7 @@ def test_control_change_redraws_figure_and_readout(app: WatchedPage) -> None:
     page.locator(SLIDER_HANDLE).first.focus()
     for _ in range(3):
         page.keyboard.press("ArrowRight")
-    wait_for_js(page, "the figure to be redrawn",
-                "([sel, old]) => { const e = document.querySelector(sel);"
-                " return e !== null && e.getAttribute('src') !== old; }", [FIGURE, src])
+    wait_for_redraw(page, src, "the figure to be redrawn")
     wait_for_text(page, READOUT, "the readout to change", f"t => t !== {readout!r}")
     assert text_of(page, STATUS) == ""
     assert_page_clean(app)
