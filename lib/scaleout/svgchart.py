@@ -135,8 +135,10 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 
 
 def _tick_label(v: float) -> str:
+    """Plain numbers up to 100,000, then ``1e6``, ``1e10`` (no sign or padded exponent)."""
     if v >= 1e6 or (0 < v < 1e-2):
-        return f"{v:.0e}".replace("e+0", "e").replace("e-0", "e-")
+        mantissa, exponent = f"{v:.0e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
     return f"{v:,.0f}" if v == int(v) else f"{v:g}"
 
 

@@ -98,3 +98,4 @@ def test_catalog_links_are_alpha_beta_links():
 def test_bad_input(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
+

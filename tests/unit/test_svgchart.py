@@ -1,0 +1,18 @@
+"""scaleout.svgchart: the widgets' SVG charts."""
+
+from itertools import pairwise
+
+from scaleout import svgchart
+from scaleout.svgchart import _tick_label
+
+
+def test_tick_labels_have_one_style():
+    assert [_tick_label(v) for v in (10, 1e5, 1e6, 1e10, 2e-3)] == [
+        "10", "100,000", "1e6", "1e10", "2e-3"]
+
+
+def test_nice_ticks_cover_the_range_with_round_steps():
+    ticks = svgchart.nice_ticks(87.0)
+    assert ticks[0] == 0 and ticks[-1] >= 87.0
+    steps = {round(b - a, 9) for a, b in pairwise(ticks)}
+    assert steps == {20.0}
