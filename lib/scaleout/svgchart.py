@@ -28,6 +28,13 @@ def _open_svg(width: float, height: float, title: str = "") -> list[str]:
     return out
 
 
+def _marker_text(x: float, y: float, label: str, right_side: bool) -> str:
+    """A marker line's label, kept inside the chart: left of the line when it is far right."""
+    anchor, dx = ("end", -4) if right_side else ("start", 4)
+    return (f'<text x="{x + dx:.1f}" y="{y}" font-size="12" text-anchor="{anchor}">'
+            f"{escape(label)}</text>")
+
+
 def nice_ticks(upper: float, n: int = 5) -> list[float]:
     """About ``n`` round tick values from 0 to at least ``upper`` (1, 2, 2.5 or 5 times 10^k)."""
     if not upper > 0 or not math.isfinite(upper):
@@ -108,10 +115,7 @@ def stacked_hbars(
         out.append(f'<line x1="{x(marker):.1f}" x2="{x(marker):.1f}" y1="{top - 6}" '
                    f'y2="{bottom}" stroke="black" stroke-width="2" stroke-dasharray="6,4"/>')
         if marker_label:
-            anchor = "end" if marker > 0.6 * xmax else "start"
-            dx = -4 if anchor == "end" else 4
-            out.append(f'<text x="{x(marker) + dx:.1f}" y="{top - 8}" font-size="12" '
-                       f'text-anchor="{anchor}">{escape(marker_label)}</text>')
+            out.append(_marker_text(x(marker), top - 8, marker_label, marker > 0.6 * xmax))
     if xlabel:
         out.append(f'<text x="{left + plot_w / 2}" y="{bottom + 34}" text-anchor="middle">'
                    f"{escape(xlabel)}</text>")
@@ -262,10 +266,7 @@ def line_chart(
         out.append(f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{top}" y2="{y0}" stroke="black" '
                    'stroke-width="1.5" stroke-dasharray="5,4"/>')
         if marker_label:
-            anchor = "end" if mx > left + 0.6 * plot_w else "start"
-            dx = -4 if anchor == "end" else 4
-            out.append(f'<text x="{mx + dx:.1f}" y="{y0 - 8}" font-size="12" '
-                       f'text-anchor="{anchor}">{escape(marker_label)}</text>')
+            out.append(_marker_text(mx, y0 - 8, marker_label, mx > left + 0.6 * plot_w))
     if xlabel:
         out.append(f'<text x="{left + plot_w / 2}" y="{y0 + 36}" text-anchor="middle">'
                    f"{escape(xlabel)}</text>")

@@ -58,6 +58,24 @@ def wait_for_redraw(page: Page, old_src: str, what: str = "the figure to be redr
                 " return e !== null && e.getAttribute('src') !== old; }", [FIGURE, old_src])
 
 
+def assert_control_redraws(app: WatchedPage, move: Callable[[], None], figure: str) -> str:
+    """Snapshot figure and readout, ``move`` a control, and wait until both have changed.
+
+    Checks the page is clean before and after and the status line stays empty; returns the
+    readout as it was before the move.
+    """
+    page = app.page
+    assert_page_clean(app)
+    src, readout = figure_src(page), text_of(page, READOUT)
+    assert src, f"the {figure} has no src"
+    move()
+    wait_for_redraw(page, src, f"the {figure} to be redrawn")
+    wait_for_text(page, READOUT, "the readout to change", f"t => t !== {readout!r}")
+    assert text_of(page, STATUS) == ""
+    assert_page_clean(app)
+    return readout
+
+
 def wait_for_text(page: Page, selector: str, what: str, predicate_js: str) -> None:
     """Wait until ``predicate_js`` (a JS function of the element's text) holds."""
     wait_for_js(

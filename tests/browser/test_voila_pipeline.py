@@ -17,11 +17,10 @@ from .pages import (
     NOTEBOOKS,
     READOUT,
     STATUS,
+    assert_control_redraws,
     assert_page_clean,
-    figure_src,
     open_explorer,
     text_of,
-    wait_for_redraw,
     wait_for_text,
 )
 from .voila_app import VoilaServer, WatchedPage
@@ -47,16 +46,9 @@ def press_on_m(app: WatchedPage, key: str, times: int = 1) -> None:
 
 
 def test_micro_batches_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
-    page = app.page
-    assert_page_clean(app)
-    src, readout = figure_src(page), text_of(page, READOUT)
-    assert src, "the Gantt chart has no src"
+    readout = assert_control_redraws(app, lambda: press_on_m(app, "ArrowRight", 3),
+                                     "Gantt chart")
     assert "bubble, simulated" in readout and "bubble, formula" in readout
-    press_on_m(app, "ArrowRight", 3)
-    wait_for_redraw(page, src, "the Gantt chart to be redrawn")
-    wait_for_text(page, READOUT, "the readout to change", f"t => t !== {readout!r}")
-    assert text_of(page, STATUS) == ""
-    assert_page_clean(app)
 
 
 def test_interleaving_needs_a_multiple_of_p_and_recovers(app: WatchedPage) -> None:

@@ -16,12 +16,11 @@ from .pages import (
     NOTEBOOKS,
     READOUT,
     STATUS,
+    assert_control_redraws,
     assert_page_clean,
-    figure_src,
     open_explorer,
     set_int_text,
     text_of,
-    wait_for_redraw,
     wait_for_text,
 )
 from .voila_app import VoilaServer, WatchedPage
@@ -42,16 +41,13 @@ def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -
 
 def test_control_change_redraws_figure_and_readout(app: WatchedPage) -> None:
     page = app.page
-    assert_page_clean(app)
-    src, readout = figure_src(page), text_of(page, READOUT)
-    assert src, "the figure has no src"
-    page.locator(SLIDER_HANDLE).first.focus()
-    for _ in range(3):
-        page.keyboard.press("ArrowRight")
-    wait_for_redraw(page, src, "the figure to be redrawn")
-    wait_for_text(page, READOUT, "the readout to change", f"t => t !== {readout!r}")
-    assert text_of(page, STATUS) == ""
-    assert_page_clean(app)
+
+    def move() -> None:
+        page.locator(SLIDER_HANDLE).first.focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+
+    assert_control_redraws(app, move, "figure")
 
 
 def test_invalid_input_shows_status_and_valid_input_clears_it(app: WatchedPage) -> None:
