@@ -13,6 +13,8 @@ suffix      meaning                                example
 ``_gbps``   gigabits per second, 10**9 bit/s       ``link_gbps``
 ``_gbytes_s``  gigabytes per second, 10**9 B/s     ``nvlink_gbytes_s``
 ``_tflops`` 10**12 floating-point operations / s   ``bf16_dense_tflops``
+``_w``      watts                                  ``power_w``
+``_pj``     picojoules, 10**-12 J (per bit here)    ``pj_per_bit``
 ==========  =====================================  ======================
 
 Bandwidth figures in this project are **per direction** unless a name says
@@ -50,6 +52,7 @@ __all__ = [
     "gib_to_bytes",
     "gib_to_gb",
     "per_direction",
+    "pj_per_bit",
     "seconds_to_days",
     "tflops_to_flops",
 ]
@@ -146,3 +149,12 @@ def seconds_to_days(seconds):
 def days_to_years(days):
     """Days to Julian years of 365.25 days: 12,400 days is about 34 years."""
     return days / DAYS_PER_YEAR
+
+
+def pj_per_bit(power_w, gbps):
+    """Energy per bit in picojoules from a power in watts and a rate in Gb/s.
+
+    W / (Gb/s) = J/s / (10**9 bit/s) = 10**-9 J/bit = 1000 pJ/bit, so an 800 Gb/s module
+    drawing 15 W spends 15 / 800 x 1000 = 18.75 pJ on every bit. Works on arrays.
+    """
+    return power_w / gbps * 1e3

@@ -1,0 +1,616 @@
+"""Optics: the modules and cables that carry a fabric's links, and what they cost in watts.
+
+A network link between two ports is either a copper cable (a few metres) or a fibre
+with an optical module at each end. ``data/optics.toml`` lists modules and cables at
+400G, 800G and 1.6T with their technology (DSP-retimed pluggables, linear pluggable
+optics, near- and co-packaged optics, passive and active copper), reach, lanes, fibres,
+power, relative cost and added latency, each with its source; figures that are the
+project's own assumptions (every relative cost, some powers) say so there.
+
+Conventions of the bill (:func:`fabric_bill`):
+
+* an **optical link** needs **two** module ends, one at each end of the fibre; a module's
+  ``power_w`` and ``relative_cost`` are for one end, so a link costs twice that. For NPO
+  and CPO an "end" is one port's share of the on-board or on-package optical engines.
+* a **copper link** is **one** cable whose ``power_w`` and ``relative_cost`` cover both
+  ends; it needs no module and no fibre.
+* ``fibres`` are those in the link's fibre cable (transmit and receive, e.g. 16 for a DR8
+  link); fibre cabling, patch panels and the switches themselves are not priced.
+* a module is never used beyond its ``reach_m``.
+
+Taught in ``notebooks/10_optical_modules.ipynb``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import units
+from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
+from .checks import check_choice, check_int, check_positive
+
+__all__ = [
+    "CHOICES",
+    "COPPER",
+    "FORM_FACTORS",
+    "LANE_DATA_GBPS",
+    "OPTICAL",
+    "REACH_CLASSES",
+    "TECHNOLOGIES",
+    "BillSweep",
+    "FabricBill",
+    "GroupBill",
+    "LinkGroupLike",
+    "Module",
+    "OpticsCatalog",
+    "Technology",
+    "candidates",
+    "choose",
+    "fabric_bill",
+    "fibres_needed",
+    "generation_cost_ratio",
+    "lanes_needed",
+    "load_catalog",
+    "module",
+    "module_names",
+    "modules",
+    "pj_per_bit",
+    "speeds_gbps",
+    "sweep_bill",
+    "technologies",
+    "technology",
+]
+
+#: Optical technologies, from the conventional module to the optics inside the package.
+OPTICAL = ("dsp", "lpo", "npo", "cpo")
+#: Copper cables: passive (DAC) and with an analog redriver at each end (ACC).
+COPPER = ("dac", "acc")
+TECHNOLOGIES = OPTICAL + COPPER
+#: What :func:`fabric_bill` accepts for its optical links; "auto" is the cheapest that reaches.
+CHOICES = ("auto", *OPTICAL)
+REACH_CLASSES = ("SR", "DR", "FR", "LR", "CR")
+FORM_FACTORS = ("OSFP", "QSFP112", "QSFP-DD", "OSFP-XD", "on-board", "on-package")
+#: Data one electrical lane carries, Gb/s, by SerDes class: a "112G" lane signals 53.125 GBd
+#: PAM4 = 106.25 Gb/s for 100 Gb/s of data (IEEE 802.3ck); a "224G" lane 106.25 GBd PAM4 =
+#: 212.5 Gb/s for 200 Gb/s of data (IEEE 802.3dj). The rest is FEC and coding overhead.
+LANE_DATA_GBPS = {112: 100.0, 224: 200.0}
+#: Fibres per parallel-optics lane: one to send, one to receive.
+FIBRES_PER_LANE = 2
+
+
+# --------------------------------------------------------------------------- specs
+@dataclass(frozen=True)
+class Module(_Entry):
+    """One optical module or copper cable as sold (``data/optics.toml`` documents every field)."""
+
+    name: str = _f("", "catalog name")
+    speed_gbps: float = _f("Gb/s", "data rate of the link it serves, per direction")
+    technology: str = _f("", "one of TECHNOLOGIES")
+    reach_class: str = _f("", "SR, DR, FR, LR or CR (copper)")
+    reach_m: float = _f("m", "longest link it is specified for")
+    lane_gbps: int = _f("Gb/s", "SerDes class of its lanes: 112 or 224")
+    lanes: int = _f("lanes", "electrical (= optical) lanes")
+    fibres: int = _f("fibres", "fibres one link needs (transmit + receive); 0 for copper",
+                     allow_zero=True)
+    power_w: float = _f("W", "power of one unit: a module (one end) or a whole copper cable",
+                        allow_zero=True)
+    relative_cost: float = _f("", "price of one unit relative to an 800G DSP DR8 module (1.0); "
+                              "the project's assumption")
+    latency_ns: float = _f("ns", "latency one unit adds to one direction of a link",
+                           allow_zero=True)
+    form_factor: str = _f("", "one of FORM_FACTORS")
+    year: int = _f("year", "year of first availability (or expected)")
+    source: str = _f("", "where the figures come from")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        label = f"Module {self.name!r}"
+        for field_name, allowed in (("technology", TECHNOLOGIES), ("reach_class", REACH_CLASSES),
+                                    ("lane_gbps", tuple(LANE_DATA_GBPS)),
+                                    ("form_factor", FORM_FACTORS)):
+            value = getattr(self, field_name)
+            if value not in allowed:
+                raise ValueError(f"{label}: field {field_name!r} must be one of "
+                                 f"{', '.join(map(repr, allowed))}; got {value!r}")
+        carried = self.lanes * LANE_DATA_GBPS[self.lane_gbps]
+        if not math.isclose(carried, self.speed_gbps):
+            raise ValueError(
+                f"{label}: field 'lanes' = {self.lanes} lanes x {LANE_DATA_GBPS[self.lane_gbps]:g} "
+                f"Gb/s ({self.lane_gbps}G class) = {carried:g} Gb/s, not speed_gbps = "
+                f"{self.speed_gbps:g}")
+        copper = self.technology in COPPER
+        if copper != (self.reach_class == "CR"):
+            raise ValueError(f"{label}: field 'reach_class' must be 'CR' exactly when the "
+                             f"technology is copper ({', '.join(COPPER)}); got "
+                             f"{self.reach_class!r} for {self.technology!r}")
+        if copper and self.fibres:
+            raise ValueError(f"{label}: field 'fibres' must be 0 for a copper cable, "
+                             f"got {self.fibres}")
+        if not copper and self.fibres == 0:
+            raise ValueError(f"{label}: field 'fibres' must be > 0 for an optical module")
+
+    @property
+    def is_optical(self) -> bool:
+        """True for a module on fibre; False for a copper cable."""
+        return self.technology in OPTICAL
+
+    @property
+    def units_per_link(self) -> int:
+        """Units one link needs: 2 modules (one per end) for optics, 1 cable for copper."""
+        return 2 if self.is_optical else 1
+
+    @property
+    def lane_data_gbps(self) -> float:
+        """Data one of its lanes carries, Gb/s (100 for 112G lanes, 200 for 224G)."""
+        return LANE_DATA_GBPS[self.lane_gbps]
+
+    @property
+    def pj_per_bit(self) -> float:
+        """Energy per bit through one unit, pJ: watts ÷ Gb/s × 1000 (:func:`units.pj_per_bit`)."""
+        return float(units.pj_per_bit(self.power_w, self.speed_gbps))
+
+    @property
+    def link_power_w(self) -> float:
+        """Watts one link of this module or cable draws (both ends)."""
+        return self.units_per_link * self.power_w
+
+    @property
+    def link_relative_cost(self) -> float:
+        """Relative cost of one link's modules or cable (both ends; fibre not priced)."""
+        return self.units_per_link * self.relative_cost
+
+    @property
+    def link_latency_ns(self) -> float:
+        """Latency added to one direction of a link: the signal crosses both modules."""
+        return self.units_per_link * self.latency_ns
+
+    @property
+    def relative_cost_per_tbps(self) -> float:
+        """Relative cost of one unit per Tb/s of its speed: how cheap a bit is."""
+        return self.relative_cost / (self.speed_gbps / 1000.0)
+
+
+@dataclass(frozen=True)
+class Technology(_Entry):
+    """The qualitative trade-offs of one technology, for the notebook's tables."""
+
+    name: str = _f("", "one of TECHNOLOGIES")
+    label: str = _f("", "name for tables")
+    kind: str = _f("", "'optical' or 'copper'")
+    fec: str = _f("", "how errors are corrected, and where")
+    standard: str = _f("", "the standard or agreement it follows")
+    interoperable: bool = _f("", "a multi-vendor standard exists and is mature")
+    field_replaceable: bool = _f("", "a failed unit is swapped at the front panel")
+    maturity: str = _f("", "how established it is")
+    best_for: str = _f("", "where it fits")
+    pros: str = _f("", "what it is good at")
+    cons: str = _f("", "what holds it back")
+    source: str = _f("", "what the description rests on")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        label = f"Technology {self.name!r}"
+        if self.name not in TECHNOLOGIES:
+            raise ValueError(f"{label}: field 'name' must be one of "
+                             f"{', '.join(map(repr, TECHNOLOGIES))}; got {self.name!r}")
+        want = "copper" if self.name in COPPER else "optical"
+        if self.kind != want:
+            raise ValueError(f"{label}: field 'kind' must be {want!r}, got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class OpticsCatalog:
+    """Modules and technologies of one optics file, keyed by name."""
+
+    modules: dict[str, Module]
+    technologies: dict[str, Technology]
+
+
+def load_catalog(path: Path | str) -> OpticsCatalog:
+    """Load and validate an optics file (``[[module]]`` and ``[[technology]]`` entries).
+
+    Raises
+    ------
+    ValueError
+        Naming the file, the entry and the field (a missing, unknown or malformed field,
+        a lane count that does not make the speed, a module whose technology the file does
+        not describe).
+    """
+    path = Path(path)
+    mods = load_entries(path, "module", Module)
+    techs = load_entries(path, "technology", Technology)
+    for i, m in enumerate(mods.values(), start=1):
+        if m.technology not in techs:
+            raise ValueError(f"{path.name}: [[module]] entry {i} ({m.name!r}): field "
+                             f"'technology' = {m.technology!r} has no [[technology]] entry")
+    return OpticsCatalog(mods, techs)
+
+
+@functools.cache
+def _catalog() -> OpticsCatalog:
+    return load_catalog(DATA_DIR / "optics.toml")
+
+
+# --------------------------------------------------------------------------- lookups
+def module(spec: str | Module) -> Module:
+    """A module or cable by catalog name or alias (``"800G LPO DR8"``, ``"800G LPO"``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, with close matches suggested.
+    """
+    if isinstance(spec, Module):
+        return spec
+    return _lookup("module", _catalog().modules, spec)
+
+
+def technology(name: str) -> Technology:
+    """The trade-offs of one technology (``"dsp"``, ``"lpo"``, ``"npo"``, ``"cpo"``, ...)."""
+    return _catalog().technologies[check_choice("technology", name, TECHNOLOGIES)]
+
+
+def technologies() -> list[Technology]:
+    """Every technology, in :data:`TECHNOLOGIES` order."""
+    return [technology(name) for name in TECHNOLOGIES]
+
+
+def speeds_gbps() -> list[float]:
+    """The link speeds the catalog has modules for, Gb/s, ascending."""
+    return sorted({m.speed_gbps for m in _catalog().modules.values()})
+
+
+def modules(*, technology: str | Iterable[str] | None = None, speed_gbps: float | None = None,
+            lane_gbps: int | None = None, reach_class: str | None = None) -> list[Module]:
+    """Catalog modules and cables in file order, optionally filtered.
+
+    Parameters
+    ----------
+    technology
+        One of :data:`TECHNOLOGIES`, or several.
+    speed_gbps
+        One of :func:`speeds_gbps`.
+    lane_gbps
+        112 or 224.
+    reach_class
+        One of :data:`REACH_CLASSES`.
+    """
+    found = list(_catalog().modules.values())
+    if technology is not None:
+        techs = [technology] if isinstance(technology, str) else list(technology)
+        for t in techs:
+            check_choice("technology", t, TECHNOLOGIES)
+        found = [m for m in found if m.technology in techs]
+    if speed_gbps is not None:
+        check_choice("speed_gbps", speed_gbps, speeds_gbps())
+        found = [m for m in found if m.speed_gbps == speed_gbps]
+    if lane_gbps is not None:
+        check_choice("lane_gbps", lane_gbps, tuple(LANE_DATA_GBPS))
+        found = [m for m in found if m.lane_gbps == lane_gbps]
+    if reach_class is not None:
+        check_choice("reach_class", reach_class, REACH_CLASSES)
+        found = [m for m in found if m.reach_class == reach_class]
+    return found
+
+
+def module_names() -> list[str]:
+    """Catalog module and cable names, in file order."""
+    return list(_catalog().modules)
+
+
+# --------------------------------------------------------------------------- reach
+_PREFER = {
+    "cost": lambda m: (m.link_relative_cost, m.link_power_w, m.reach_m),
+    "power": lambda m: (m.link_power_w, m.link_relative_cost, m.reach_m),
+}
+
+
+def candidates(length_m: float, gbps: float, *, lane_gbps: int | None = None,
+               technology: str | Iterable[str] | None = None,
+               prefer: str = "cost") -> list[Module]:
+    """Modules and cables that can serve one link of ``length_m`` at ``gbps``, best first.
+
+    A unit qualifies when its speed equals ``gbps`` and its ``reach_m`` is at least
+    ``length_m``: nothing is ever offered beyond its reach. Ranked by the cost of one
+    link (both ends), then its power (``prefer="cost"``), or power first
+    (``prefer="power"``); ties go to the shorter reach.
+
+    Parameters
+    ----------
+    length_m
+        Link length, metres (> 0).
+    gbps
+        Link speed, Gb/s: one of :func:`speeds_gbps`.
+    lane_gbps, technology
+        Optional filters (see :func:`modules`).
+
+    Returns
+    -------
+    list of Module
+        Possibly empty (no unit of that kind reaches).
+    """
+    length_m = check_positive("length_m", length_m)
+    gbps = check_positive("gbps", gbps)
+    check_choice("gbps", gbps, speeds_gbps())
+    key = _PREFER[check_choice("prefer", prefer, tuple(_PREFER))]
+    pool = modules(technology=technology, speed_gbps=gbps, lane_gbps=lane_gbps)
+    return sorted((m for m in pool if m.reach_m >= length_m), key=key)
+
+
+def choose(length_m: float, gbps: float, choice: str = "auto", *, lane_gbps: int | None = None,
+           copper: bool = True) -> tuple[Module, bool]:
+    """The unit one link gets in a bill, and whether ``choice`` had to be abandoned.
+
+    Copper first, when ``copper`` and a cable reaches (the cheapest one). Otherwise the
+    cheapest module of technology ``choice`` that reaches; if none of that technology
+    reaches (LPO at 2 km, say), the cheapest optical module that does, and the flag is
+    True. ``choice="auto"`` is the cheapest optical module that reaches.
+
+    Raises
+    ------
+    ValueError
+        When nothing at that speed (and lane rate) reaches ``length_m``.
+    """
+    choice = _choice(choice)
+    if copper:
+        wires = candidates(length_m, gbps, lane_gbps=lane_gbps, technology=COPPER)
+        if wires:
+            return wires[0], False
+    if choice != "auto":
+        own = candidates(length_m, gbps, lane_gbps=lane_gbps, technology=choice)
+        if own:
+            return own[0], False
+    optics = candidates(length_m, gbps, lane_gbps=lane_gbps, technology=OPTICAL)
+    if not optics:
+        pool = modules(speed_gbps=gbps, lane_gbps=lane_gbps)
+        longest = max(pool, key=lambda m: m.reach_m) if pool else None
+        lanes = f" with {lane_gbps}G lanes" if lane_gbps is not None else ""
+        if longest is None:
+            raise ValueError(f"no module or cable at {gbps:g} Gb/s{lanes} is in the catalog")
+        raise ValueError(f"length_m = {length_m:g} m is beyond the reach of every module at "
+                         f"{gbps:g} Gb/s{lanes}; the longest is {longest.name!r} "
+                         f"({longest.reach_m:g} m)")
+    return optics[0], choice != "auto"
+
+
+# --------------------------------------------------------------------------- lanes and energy
+def lanes_needed(gbps, lane_gbps: int):
+    """Electrical (= optical) lanes needed for ``gbps`` of data at a SerDes class.
+
+    ``ceil(gbps / data per lane)`` with 100 Gb/s per 112G lane and 200 Gb/s per 224G lane
+    (IEEE 802.3ck, 802.3dj; :data:`LANE_DATA_GBPS`): 1.6 Tb/s takes 16 lanes of 112G or 8
+    of 224G. Works on arrays.
+    """
+    check_choice("lane_gbps", lane_gbps, tuple(LANE_DATA_GBPS))
+    gbps = np.asarray(gbps, dtype=float)
+    if not np.all(np.isfinite(gbps)) or np.any(gbps <= 0):
+        raise ValueError(f"gbps must be finite numbers > 0, got {gbps.tolist()!r}")
+    out = np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9).astype(int)
+    return int(out) if out.ndim == 0 else out
+
+
+def fibres_needed(gbps, lane_gbps: int, *, wavelengths_per_fibre: int = 1):
+    """Fibres (transmit + receive) one link of ``gbps`` needs at a SerDes class.
+
+    Parallel optics (SR, DR) give every lane its own fibre each way:
+    ``2 x lanes``. Wavelength multiplexing (FR4, LR4) puts ``wavelengths_per_fibre``
+    lanes on one fibre each way: ``2 x ceil(lanes / wavelengths_per_fibre)``. At 112G
+    lanes a bandwidth needs twice the lanes, and so twice the fibres, of 224G lanes.
+    Works on arrays.
+    """
+    per = check_int("wavelengths_per_fibre", wavelengths_per_fibre, minimum=1, maximum=16)
+    lanes = np.asarray(lanes_needed(gbps, lane_gbps))
+    out = FIBRES_PER_LANE * -(-lanes // per)
+    return int(out) if out.ndim == 0 else out
+
+
+def pj_per_bit(spec: str | Module) -> float:
+    """Energy per bit of one module or cable, pJ: watts ÷ Gb/s × 1000 (:func:`units.pj_per_bit`).
+
+    An 800G DSP module of 15 W spends 18.75 pJ per bit; an 800G LPO module of 6 W, 7.5.
+    A link spends twice its module's figure (a module at each end).
+    """
+    return module(spec).pj_per_bit
+
+
+def generation_cost_ratio(technology: str = "dsp", reach_class: str = "DR") -> float:
+    """Relative cost of a 1.6T module (224G lanes) over an 800G one of the same kind.
+
+    The project expects about 1.2-1.4 over the next 3-5 years (``data/optics.toml``).
+
+    Raises
+    ------
+    ValueError
+        When the catalog lacks either module of that technology and reach class.
+    """
+    found = {}
+    for speed, lanes in ((800.0, 112), (1600.0, 224)):
+        hits = modules(technology=technology, speed_gbps=speed, lane_gbps=lanes,
+                       reach_class=reach_class)
+        if not hits:
+            raise ValueError(f"no {speed:g}G {technology!r} {reach_class} module with {lanes}G "
+                             "lanes in the catalog")
+        found[speed] = hits[0]
+    return found[1600.0].relative_cost / found[800.0].relative_cost
+
+
+# --------------------------------------------------------------------------- the bill
+class LinkGroupLike(Protocol):
+    """What :func:`fabric_bill` reads from a group of identical links
+    (``scaleout.fabric.LinkGroup`` has exactly these fields)."""
+
+    name: str
+    count: int
+    length_m: float
+    gbps: float
+
+
+#: Per-link quantities, in this order: optical module ends, copper cables, fibres, W, cost.
+_QUANTITIES = ("transceivers", "cables", "fibres", "power_w", "relative_cost")
+
+
+def _per_link(m: Module) -> np.ndarray:
+    """One link's quantities (:data:`_QUANTITIES`) for a unit."""
+    optical = m.is_optical
+    return np.array([2 if optical else 0, 0 if optical else 1, m.fibres,
+                     m.link_power_w, m.link_relative_cost], dtype=float)
+
+
+@dataclass(frozen=True)
+class GroupBill:
+    """The optics of one group of identical links."""
+
+    name: str
+    count: int
+    length_m: float
+    gbps: float
+    module: Module
+    #: True when the chosen technology could not reach and a cheaper-reaching one was used.
+    fell_back: bool
+    #: optical module ends (2 per optical link; on-board / on-package ports for NPO, CPO)
+    transceivers: int
+    #: copper cables (1 per copper link)
+    cables: int
+    fibres: int
+    power_w: float
+    relative_cost: float
+
+    @property
+    def link_latency_ns(self) -> float:
+        """Latency the link's units add to one direction."""
+        return self.module.link_latency_ns
+
+
+@dataclass(frozen=True)
+class FabricBill:
+    """A whole fabric's optics: per group and in total (:func:`fabric_bill`)."""
+
+    choice: str
+    groups: tuple[GroupBill, ...]
+    links: int
+    transceivers: int
+    cables: int
+    fibres: int
+    power_w: float
+    relative_cost: float
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        """Sum of the links' speeds, Gb/s (one direction)."""
+        return float(sum(g.count * g.gbps for g in self.groups))
+
+    @property
+    def pj_per_bit(self) -> float:
+        """Optics energy per bit carried across one link, pJ: total watts ÷ total link Gb/s."""
+        return float(units.pj_per_bit(self.power_w, self.bandwidth_gbps)) \
+            if self.bandwidth_gbps else 0.0
+
+    def group(self, name: str) -> GroupBill:
+        """One group's bill by name."""
+        by_name = {g.name: g for g in self.groups}
+        return by_name[check_choice("group", name, list(by_name))]
+
+
+def _choice(choice) -> str:
+    """``choice`` checked against :data:`CHOICES` (case-insensitive: "LPO" is "lpo")."""
+    return check_choice("choice", choice.lower() if isinstance(choice, str) else choice, CHOICES)
+
+
+def _checked_group(g: Any, i: int) -> tuple[str, int, float, float]:
+    try:
+        name, count, length, gbps = g.name, g.count, g.length_m, g.gbps
+    except AttributeError as exc:
+        raise ValueError(f"groups[{i}] must have name, count, length_m and gbps "
+                         f"(like scaleout.fabric.LinkGroup); {exc}") from None
+    where = f"group {name!r}"
+    return (str(name), check_int(f"{where}: count", count, minimum=0),
+            check_positive(f"{where}: length_m", length),
+            check_positive(f"{where}: gbps", gbps))
+
+
+def fabric_bill(groups: Iterable[LinkGroupLike], choice: str = "auto", *,
+                lane_gbps: int | None = None, copper: bool = True) -> FabricBill:
+    """Modules, cables, fibres, watts and relative cost of a fabric's links.
+
+    Each group's links get the unit :func:`choose` picks for their length and speed
+    (copper where it reaches and ``copper`` is True, else a module of technology
+    ``choice``, falling back to the cheapest that reaches). An optical link counts two
+    module ends, a copper link one cable (see the module docstring); totals are sums
+    over the groups.
+
+    Parameters
+    ----------
+    groups
+        Objects with ``name``, ``count`` (links), ``length_m`` and ``gbps``, e.g.
+        ``scaleout.fabric.ClosDesign.link_groups()``.
+    choice
+        ``"dsp"``, ``"lpo"``, ``"npo"``, ``"cpo"`` or ``"auto"`` (cheapest that reaches).
+    lane_gbps
+        Restrict to 112G or 224G lanes.
+    """
+    choice = _choice(choice)
+    rows, totals = [], np.zeros(len(_QUANTITIES))
+    for i, g in enumerate(groups):
+        name, count, length, gbps = _checked_group(g, i)
+        m, fell_back = choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
+        q = count * _per_link(m)
+        totals += q
+        rows.append(GroupBill(name, count, length, gbps, m, fell_back, int(q[0]), int(q[1]),
+                              int(q[2]), float(q[3]), float(q[4])))
+    return FabricBill(choice, tuple(rows), sum(r.count for r in rows), int(totals[0]),
+                      int(totals[1]), int(totals[2]), float(totals[3]), float(totals[4]))
+
+
+@dataclass(frozen=True)
+class BillSweep:
+    """Totals of one fabric shape at many sizes (:func:`sweep_bill`); arrays over sizes."""
+
+    choice: str
+    group_names: tuple[str, ...]
+    modules: tuple[Module, ...]
+    fell_back: tuple[bool, ...]
+    counts: np.ndarray
+    transceivers: np.ndarray
+    cables: np.ndarray
+    fibres: np.ndarray
+    power_w: np.ndarray
+    relative_cost: np.ndarray
+
+
+def sweep_bill(groups: Sequence[LinkGroupLike], counts, choice: str = "auto", *,
+               lane_gbps: int | None = None, copper: bool = True) -> BillSweep:
+    """:func:`fabric_bill` totals for many cluster sizes at once.
+
+    The unit of each group depends only on its length and speed, so it is chosen once;
+    the totals are then ``counts @ per-link quantities`` (one matrix product).
+
+    Parameters
+    ----------
+    groups
+        The fabric's link groups (their ``count`` is ignored; ``counts`` gives them).
+    counts
+        Links per group for each size: shape ``(n_sizes, len(groups))``.
+    """
+    choice = _choice(choice)
+    shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 2 or counts.shape[1] != len(shapes):
+        raise ValueError(f"counts must have shape (n_sizes, {len(shapes)}) for {len(shapes)} "
+                         f"groups, got {counts.shape}")
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts != np.round(counts)):
+        raise ValueError("counts must be whole numbers >= 0")
+    picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
+              for _name, _count, length, gbps in shapes]
+    per_link = np.array([_per_link(m) for m, _ in picked]).reshape(len(shapes), len(_QUANTITIES))
+    totals = counts @ per_link
+    whole = np.rint(totals[:, :3]).astype(np.int64)
+    return BillSweep(choice, tuple(s[0] for s in shapes), tuple(m for m, _ in picked),
+                     tuple(f for _, f in picked), counts.astype(np.int64), whole[:, 0],
+                     whole[:, 1], whole[:, 2], totals[:, 3], totals[:, 4])

@@ -1,0 +1,402 @@
+"""scaleout.optics: catalog arithmetic, reach, lanes and fibres, the fabric bill, bad input."""
+
+import dataclasses
+import textwrap
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from scaleout import optics as O
+from scaleout import units
+
+
+@dataclass(frozen=True)
+class Group:
+    """The shape of scaleout.fabric.LinkGroup: what fabric_bill reads."""
+
+    name: str
+    count: int
+    length_m: float
+    gbps: float
+
+
+# --------------------------------------------------------------------------- the catalog
+def test_every_entry_has_a_source_and_known_field_sources():
+    for m in O.modules():
+        assert m.source.strip(), m.name
+        assert set(m.sources) <= {f.name for f in dataclasses.fields(m)}, m.name
+    for t in O.technologies():
+        assert t.source.strip() and t.pros and t.cons, t.name
+
+
+def test_catalog_covers_speeds_technologies_reach_classes_and_lane_rates():
+    assert O.speeds_gbps() == [400, 800, 1600]
+    for speed in (800, 1600):
+        assert {m.technology for m in O.modules(speed_gbps=speed)} == set(O.TECHNOLOGIES)
+    assert {m.reach_class for m in O.modules()} == set(O.REACH_CLASSES)
+    assert {m.lane_gbps for m in O.modules(speed_gbps=1600)} == {112, 224}
+    assert {"OSFP", "QSFP-DD", "on-package"} <= {m.form_factor for m in O.modules()}
+
+
+def test_lanes_times_lane_data_rate_is_the_speed():
+    for m in O.modules():
+        assert m.lanes * m.lane_data_gbps == m.speed_gbps, m.name
+
+
+def test_headline_800g_lpo_about_6_w_against_15_w_dsp():
+    lpo, dsp = O.module("800G LPO DR8"), O.module("800G DSP DR8")
+    assert lpo.power_w == pytest.approx(6, abs=0.5)
+    assert dsp.power_w == pytest.approx(15, abs=1)
+    assert dsp.power_w / lpo.power_w == pytest.approx(2.5)
+    # same reach class and fibres: only the DSP differs
+    assert (lpo.reach_class, lpo.fibres, lpo.lanes) == (dsp.reach_class, dsp.fibres, dsp.lanes)
+    assert dsp.latency_ns >= 10 and lpo.latency_ns == 0
+
+
+def test_headline_16t_costs_12_to_14_times_800g_at_224g_lanes():
+    for tech in O.OPTICAL:
+        assert 1.2 <= O.generation_cost_ratio(tech) <= 1.4, tech
+    assert 1.2 <= O.generation_cost_ratio("dsp", "FR") <= 1.4
+    # per bit, 1.6T is cheaper: 1.3x the price for 2x the bits
+    assert O.module("1.6T DSP DR8").relative_cost_per_tbps < O.module("800G DSP DR8") \
+        .relative_cost_per_tbps
+
+
+def test_the_cost_reference_is_800g_dsp_dr8():
+    assert O.module("800G DSP DR8").relative_cost == 1.0
+    assert "reference" in O.module("800G DSP DR8").sources["relative_cost"]
+
+
+def test_relative_costs_are_labelled_as_assumptions():
+    for m in O.modules():
+        if m.name != "800G DSP DR8":
+            text = m.sources.get("relative_cost", "") + m.notes
+            assert "assumption" in text or "headline" in text, m.name
+
+
+def test_112g_lanes_need_twice_the_lanes_and_fibres_of_224g():
+    for gbps in (400, 800, 1600, 3200):
+        assert O.lanes_needed(gbps, 112) == 2 * O.lanes_needed(gbps, 224)
+        assert O.fibres_needed(gbps, 112) == 2 * O.fibres_needed(gbps, 224)
+    assert O.lanes_needed(1600, 112) == 16 and O.lanes_needed(1600, 224) == 8
+    assert O.fibres_needed(800, 112) == 16  # DR8: 8 lanes, a fibre each way
+    assert O.fibres_needed(800, 112, wavelengths_per_fibre=4) == 4  # 2xFR4
+    assert O.fibres_needed(1000, 224) == 10  # a partial lane still needs a whole lane
+    arr = O.fibres_needed(np.array([800, 1600]), 224)
+    assert arr.tolist() == [8, 16]
+
+
+def test_catalog_modules_of_both_lane_rates_agree_with_the_formula():
+    dr16, dr8 = O.module("1.6T DSP DR16 (112G lanes)"), O.module("1.6T DSP DR8")
+    assert (dr16.lanes, dr16.fibres) == (2 * dr8.lanes, 2 * dr8.fibres)
+    for m in O.modules(reach_class="DR"):
+        assert m.fibres == O.fibres_needed(m.speed_gbps, m.lane_gbps), m.name
+    for m in O.modules(reach_class="FR"):
+        assert m.fibres == O.fibres_needed(m.speed_gbps, m.lane_gbps, wavelengths_per_fibre=4)
+
+
+def test_pj_per_bit_from_watts_and_gbps():
+    assert units.pj_per_bit(15, 800) == pytest.approx(18.75)
+    assert O.pj_per_bit("800G DSP DR8") == pytest.approx(18.75)
+    assert O.pj_per_bit("800G LPO") == pytest.approx(7.5)
+    assert O.pj_per_bit("1.6T CPO") == pytest.approx(9 / 1600 * 1000)
+    np.testing.assert_allclose(units.pj_per_bit(np.array([6.0, 30.0]), 1600.0), [3.75, 18.75])
+    # CPO spends less per bit than any pluggable; 1.6T DSP less per bit than 800G DSP
+    assert max(m.pj_per_bit for m in O.modules(technology="cpo")) < \
+        min(m.pj_per_bit for m in O.modules(technology="dsp"))
+    assert O.pj_per_bit("1.6T DSP DR8") < O.pj_per_bit("800G DSP DR8")
+
+
+def test_lookup_by_alias_and_unknown_name_suggests():
+    assert O.module("800G LPO") is O.module("800G LPO DR8")
+    assert O.module("800gbase-dr8").name == "800G DSP DR8"
+    with pytest.raises(ValueError, match=r"module '800G LOP' is not in the catalog; did you mean "
+                                         r"'800G LPO'"):
+        O.module("800G LOP")
+
+
+def test_technology_tradeoffs_as_data():
+    dsp, lpo, cpo = O.technology("dsp"), O.technology("lpo"), O.technology("cpo")
+    assert dsp.interoperable and not lpo.interoperable and not cpo.interoperable
+    assert dsp.field_replaceable and lpo.field_replaceable and not cpo.field_replaceable
+    assert "IEEE 802.3" in dsp.standard and "LPO MSA" in lpo.standard
+    assert "scale-out" in dsp.best_for and "scale-up" in lpo.best_for
+    assert "pluggable" in cpo.cons and "yield" in cpo.cons
+    with pytest.raises(ValueError, match="technology must be one of"):
+        O.technology("xpo")
+
+
+# --------------------------------------------------------------------------- reach
+@pytest.mark.parametrize("length_m", [0.5, 1, 2.5, 3, 4, 30, 50, 51, 500, 501, 2000, 9000])
+@pytest.mark.parametrize("gbps", [400, 800, 1600])
+def test_never_offered_beyond_reach(length_m, gbps):
+    offered = O.candidates(length_m, gbps)
+    assert all(m.reach_m >= length_m and m.speed_gbps == gbps for m in offered)
+    reaching = [m for m in O.modules(speed_gbps=gbps) if m.reach_m >= length_m]
+    assert {m.name for m in offered} == {m.name for m in reaching}
+    for choice in O.CHOICES:
+        if reaching:
+            assert O.choose(length_m, gbps, choice)[0].reach_m >= length_m
+
+
+def test_candidates_ranked_by_link_cost_or_power():
+    by_cost = O.candidates(100, 800)
+    costs = [m.link_relative_cost for m in by_cost]
+    assert costs == sorted(costs) and by_cost[0].name == "800G LPO DR8"
+    by_power = O.candidates(100, 800, prefer="power")
+    assert [m.link_power_w for m in by_power] == sorted(m.link_power_w for m in by_power)
+    # multimode SR8 (50 m) is the cheapest DSP module, but 100 m needs single-mode DR8
+    assert O.candidates(40, 800, technology="dsp")[0].name == "800G DSP SR8"
+    assert O.candidates(100, 800, technology="dsp")[0].name == "800G DSP DR8"
+
+
+def test_choose_copper_in_rack_then_the_chosen_optics():
+    assert O.choose(2, 800)[0].technology == "dac"
+    assert O.choose(4, 800)[0].technology == "acc"
+    assert O.choose(4, 800, copper=False)[0].technology == "lpo"
+    assert O.choose(1.5, 1600)[0].name == "1.6T ACC"  # 224G lanes: passive copper stops at 1 m
+    assert O.choose(30, 800, "dsp") == (O.module("800G DSP SR8"), False)
+    assert O.choose(300, 800, "dsp") == (O.module("800G DSP DR8"), False)
+    assert O.choose(300, 800, "cpo") == (O.module("800G CPO"), False)
+    assert O.choose(300, 1600, lane_gbps=112)[0].name == "1.6T DSP DR16 (112G lanes)"
+
+
+def test_choice_is_case_insensitive():
+    assert O.choose(300, 800, "LPO") == O.choose(300, 800, "lpo")
+
+
+def test_choose_falls_back_when_the_technology_cannot_reach():
+    m, fell_back = O.choose(1500, 800, "lpo")
+    assert fell_back and m.technology == "dsp" and m.reach_m >= 1500
+    assert O.choose(1500, 800, "auto") == (m, False)
+
+
+def test_beyond_every_reach_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"length_m = 20000 m is beyond the reach of every "
+                                         r"module at 800 Gb/s; the longest is '800G DSP 2xLR4'"):
+        O.choose(20000, 800)
+    with pytest.raises(ValueError, match=r"at 1600 Gb/s with 112G lanes; the longest"):
+        O.choose(1000, 1600, lane_gbps=112)
+    assert O.candidates(20000, 800) == []
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: O.candidates(0, 800), r"length_m must be a finite number > 0, got 0"),
+        (lambda: O.candidates(-5, 800), r"length_m must be a finite number > 0, got -5"),
+        (lambda: O.candidates(float("nan"), 800), r"length_m must be a finite number > 0"),
+        (lambda: O.candidates(10, 100), r"gbps must be one of 400, 800, 1600; got 100"),
+        (lambda: O.candidates(10, 800, prefer="speed"), r"prefer must be one of 'cost', 'power'"),
+        (lambda: O.candidates(10, 800, technology="lop"), r"did you mean 'lpo'"),
+        (lambda: O.choose(10, 800, "lop"), r"choice must be one of 'auto', 'dsp', 'lpo', 'npo', "
+                                           r"'cpo'; got 'lop' \(did you mean 'lpo'"),
+        (lambda: O.lanes_needed(800, 100), r"lane_gbps must be one of 112, 224; got 100"),
+        (lambda: O.lanes_needed(-800, 112), r"gbps must be finite numbers > 0"),
+        (lambda: O.fibres_needed(800, 112, wavelengths_per_fibre=0),
+         r"wavelengths_per_fibre must be a whole number from 1 to 16, got 0"),
+        (lambda: O.modules(reach_class="XR"), r"reach_class must be one of"),
+        (lambda: O.generation_cost_ratio("dac", "DR"), r"no 800G 'dac' DR module"),
+    ],
+)
+def test_bad_input_is_a_clear_value_error(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
+
+
+# --------------------------------------------------------------------------- the bill
+GROUPS = [Group("gpu-leaf", 1024, 3, 800), Group("leaf-spine", 1024, 120, 800),
+          Group("spine-core", 512, 1200, 800)]
+
+
+@pytest.mark.parametrize("choice", O.CHOICES)
+def test_bill_totals_are_sums_over_groups(choice):
+    bill = O.fabric_bill(GROUPS, choice)
+    for field in ("transceivers", "cables", "fibres"):
+        assert getattr(bill, field) == sum(getattr(g, field) for g in bill.groups)
+    assert bill.power_w == pytest.approx(sum(g.power_w for g in bill.groups))
+    assert bill.relative_cost == pytest.approx(sum(g.relative_cost for g in bill.groups))
+    assert bill.links == 1024 + 1024 + 512
+    assert bill.bandwidth_gbps == 2560 * 800
+
+
+def test_bill_two_modules_per_optical_link_one_cable_per_copper_link():
+    bill = O.fabric_bill(GROUPS, "dsp")
+    rack, row, far = bill.groups
+    assert (rack.module.technology, rack.cables, rack.transceivers, rack.fibres) == ("dac", 1024,
+                                                                                     0, 0)
+    assert row.module.name == "800G DSP DR8" and row.transceivers == 2 * 1024
+    assert row.fibres == 16 * 1024 and row.power_w == 2 * 1024 * 15
+    assert row.relative_cost == pytest.approx(2 * 1024 * 1.0)
+    assert far.module.name == "800G DSP 2xFR4" and far.fibres == 4 * 512
+    assert bill.transceivers == 2 * (1024 + 512) and bill.cables == 1024
+    assert bill.power_w == pytest.approx(2 * 1024 * 15 + 2 * 512 * 16)
+    assert bill.group("leaf-spine") is row
+
+
+def test_bill_lpo_falls_back_to_dsp_beyond_its_reach_and_saves_power():
+    dsp, lpo = O.fabric_bill(GROUPS, "dsp"), O.fabric_bill(GROUPS, "lpo")
+    assert lpo.group("leaf-spine").module.technology == "lpo"
+    assert lpo.group("spine-core").fell_back and lpo.group("spine-core").module.technology == "dsp"
+    saved = dsp.power_w - lpo.power_w
+    assert saved == pytest.approx(2 * 1024 * (15 - 6))
+    # per link, the added latency: two DSPs against none
+    assert dsp.group("leaf-spine").link_latency_ns == 100 and \
+        lpo.group("leaf-spine").link_latency_ns == 0
+
+
+def test_bill_112g_lanes_double_the_fibres_of_224g():
+    groups = [Group("leaf-spine", 4096, 200, 1600)]
+    b112 = O.fabric_bill(groups, "dsp", lane_gbps=112)
+    b224 = O.fabric_bill(groups, "dsp", lane_gbps=224)
+    assert b112.fibres == 2 * b224.fibres == 2 * 4096 * 16
+    assert b112.power_w > b224.power_w and b112.relative_cost > b224.relative_cost
+
+
+def test_bill_accepts_any_iterable_and_empty_groups():
+    bill = O.fabric_bill(iter(GROUPS[:1]), "auto")
+    assert bill.links == 1024
+    empty = O.fabric_bill([], "dsp")
+    assert (empty.links, empty.power_w, empty.pj_per_bit) == (0, 0.0, 0.0)
+    assert O.fabric_bill([Group("idle", 0, 100, 800)]).power_w == 0
+
+
+def test_bill_pj_per_bit():
+    bill = O.fabric_bill([Group("row", 10, 100, 800)], "dsp", copper=False)
+    # two 15 W modules per 800 Gb/s link: 37.5 pJ per bit carried across a link
+    assert bill.pj_per_bit == pytest.approx(37.5)
+
+
+@pytest.mark.parametrize(
+    ("groups", "pattern"),
+    [
+        ([Group("g", -1, 10, 800)], r"group 'g': count must be a whole number >= 0, got -1"),
+        ([Group("g", 1.5, 10, 800)], r"group 'g': count must be a whole number >= 0, got 1.5"),
+        ([Group("g", 4, -10, 800)], r"group 'g': length_m must be a finite number > 0, got -10"),
+        ([Group("g", 4, 0, 800)], r"group 'g': length_m must be a finite number > 0, got 0"),
+        ([Group("g", 4, 10, 0)], r"group 'g': gbps must be a finite number > 0, got 0"),
+        ([Group("g", 4, 10, 300)], r"gbps must be one of 400, 800, 1600; got 300"),
+        ([("g", 4, 10, 800)], r"groups\[0\] must have name, count, length_m and gbps"),
+    ],
+)
+def test_bill_bad_groups(groups, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        O.fabric_bill(groups)
+
+
+def test_bill_bad_choice():
+    with pytest.raises(ValueError, match=r"choice must be one of"):
+        O.fabric_bill(GROUPS, "optical")
+
+
+def test_sweep_equals_one_bill_per_size():
+    sizes = np.array([512, 2048, 8192, 65536])
+    counts = np.stack([sizes, sizes, sizes // 2], axis=1)
+    for choice in ("dsp", "lpo", "auto"):
+        sweep = O.sweep_bill(GROUPS, counts, choice)
+        for i, n in enumerate(sizes):
+            one = O.fabric_bill([dataclasses.replace(g, count=int(c))
+                                 for g, c in zip(GROUPS, counts[i], strict=True)], choice)
+            assert sweep.transceivers[i] == one.transceivers
+            assert sweep.fibres[i] == one.fibres and sweep.cables[i] == one.cables
+            assert sweep.power_w[i] == pytest.approx(one.power_w)
+            assert sweep.relative_cost[i] == pytest.approx(one.relative_cost), n
+        assert sweep.modules == tuple(g.module for g in one.groups)
+
+
+def test_sweep_bad_counts():
+    with pytest.raises(ValueError, match=r"counts must have shape \(n_sizes, 3\)"):
+        O.sweep_bill(GROUPS, np.ones((4, 2)))
+    with pytest.raises(ValueError, match=r"counts must be whole numbers >= 0"):
+        O.sweep_bill(GROUPS, -np.ones((4, 3)))
+
+
+# --------------------------------------------------------------------------- malformed files
+GOOD = """
+[[module]]
+name = "M1"
+speed_gbps = 800
+technology = "dsp"
+reach_class = "DR"
+reach_m = 500
+lane_gbps = 112
+lanes = 8
+fibres = 16
+power_w = 15
+relative_cost = 1.0
+latency_ns = 50
+form_factor = "OSFP"
+year = 2023
+source = "a datasheet"
+
+[[technology]]
+name = "dsp"
+label = "DSP"
+kind = "optical"
+fec = "f"
+standard = "s"
+interoperable = true
+field_replaceable = true
+maturity = "m"
+best_for = "b"
+pros = "p"
+cons = "c"
+source = "a paper"
+"""
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "optics.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_good_file_loads(tmp_path):
+    cat = O.load_catalog(_write(tmp_path, GOOD))
+    assert list(cat.modules) == ["M1"] and list(cat.technologies) == ["dsp"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "pattern"),
+    [
+        (lambda t: t.replace("power_w = 15\n", ""),
+         r"optics.toml: \[\[module\]\] entry 1 \('M1'\): missing field 'power_w'"),
+        (lambda t: t.replace("reach_m = 500", "reach = 500"),
+         r"entry 1 \('M1'\): unknown field 'reach' \(did you mean 'reach_m'\?\)"),
+        (lambda t: t.replace("reach_m = 500", "reach_m = -500"),
+         r"entry 1 \('M1'\): field 'reach_m' must be > 0, got -500"),
+        (lambda t: t.replace("power_w = 15", 'power_w = "15 W"'),
+         r"entry 1 \('M1'\): field 'power_w' must be float or int, got '15 W'"),
+        (lambda t: t.replace('technology = "dsp"', 'technology = "DSP"'),
+         r"entry 1 \('M1'\): field 'technology' must be one of 'dsp', 'lpo'"),
+        (lambda t: t.replace("lane_gbps = 112", "lane_gbps = 100"),
+         r"entry 1 \('M1'\): field 'lane_gbps' must be one of 112, 224; got 100"),
+        (lambda t: t.replace("lanes = 8", "lanes = 4"),
+         r"entry 1 \('M1'\): field 'lanes' = 4 lanes x 100 Gb/s \(112G class\) = 400 Gb/s, "
+         r"not speed_gbps = 800"),
+        (lambda t: t.replace("fibres = 16", "fibres = 0"),
+         r"entry 1 \('M1'\): field 'fibres' must be > 0 for an optical module"),
+        (lambda t: t.replace('reach_class = "DR"', 'reach_class = "CR"'),
+         r"entry 1 \('M1'\): field 'reach_class' must be 'CR' exactly when"),
+        (lambda t: t.replace('form_factor = "OSFP"', 'form_factor = "SFP"'),
+         r"entry 1 \('M1'\): field 'form_factor' must be one of"),
+        (lambda t: t.replace('kind = "optical"', 'kind = "copper"'),
+         r"\[\[technology\]\] entry 1 \('dsp'\): field 'kind' must be 'optical'"),
+        (lambda t: t.replace("interoperable = true", 'interoperable = "yes"'),
+         r"\[\[technology\]\] entry 1 \('dsp'\): field 'interoperable' must be bool"),
+        (lambda t: t.replace('name = "dsp"', 'name = "lpo"'),
+         r"\[\[module\]\] entry 1 \('M1'\): field 'technology' = 'dsp' has no \[\[technology\]\]"),
+        (lambda t: t.replace('source = "a datasheet"', 'source = ""'),
+         r"entry 1 \('M1'\): field 'source' must not be empty"),
+        (lambda t: t.replace("[[technology]]", "[[tech]]"),
+         r"expected one or more \[\[technology\]\] entries"),
+    ],
+)
+def test_malformed_file_names_file_entry_field(tmp_path, mutate, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        O.load_catalog(_write(tmp_path, mutate(GOOD)))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="catalog file not found"):
+        O.load_catalog(tmp_path / "nope.toml")
