@@ -29,6 +29,7 @@ from __future__ import annotations
 
 __all__ = [
     "BITS_PER_BYTE",
+    "DAYS_PER_MONTH",
     "DAYS_PER_YEAR",
     "GB",
     "GIB",
@@ -39,11 +40,13 @@ __all__ = [
     "PB",
     "SECONDS_PER_DAY",
     "SECONDS_PER_HOUR",
+    "SECONDS_PER_MINUTE",
     "TB",
     "TIB",
     "both_directions",
     "bytes_to_gb",
     "bytes_to_gib",
+    "days_to_seconds",
     "days_to_years",
     "gb_to_bytes",
     "gb_to_gib",
@@ -51,9 +54,13 @@ __all__ = [
     "gbytes_s_to_gbps",
     "gib_to_bytes",
     "gib_to_gb",
+    "hours_to_seconds",
+    "minutes_to_seconds",
     "per_direction",
     "pj_per_bit",
     "seconds_to_days",
+    "seconds_to_hours",
+    "seconds_to_minutes",
     "tflops_to_flops",
 ]
 
@@ -73,10 +80,13 @@ TIB = 2**40
 BITS_PER_BYTE = 8
 
 # --- time --------------------------------------------------------------------
+SECONDS_PER_MINUTE = 60
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_DAY = 86_400
 #: Days in a Julian year (IAU), for long training times.
 DAYS_PER_YEAR = 365.25
+#: Days in an average month (a Julian year / 12), for rates quoted "per month".
+DAYS_PER_MONTH = DAYS_PER_YEAR / 12
 
 
 def bytes_to_gb(n_bytes):
@@ -144,6 +154,31 @@ def tflops_to_flops(tflops):
 def seconds_to_days(seconds):
     """Seconds to days (86,400 s)."""
     return seconds / SECONDS_PER_DAY
+
+
+def seconds_to_minutes(seconds):
+    """Seconds to minutes."""
+    return seconds / SECONDS_PER_MINUTE
+
+
+def minutes_to_seconds(minutes):
+    """Minutes to seconds."""
+    return minutes * SECONDS_PER_MINUTE
+
+
+def seconds_to_hours(seconds):
+    """Seconds to hours."""
+    return seconds / SECONDS_PER_HOUR
+
+
+def hours_to_seconds(hours):
+    """Hours to seconds."""
+    return hours * SECONDS_PER_HOUR
+
+
+def days_to_seconds(days):
+    """Days to seconds (86,400 s)."""
+    return days * SECONDS_PER_DAY
 
 
 def days_to_years(days):
