@@ -95,6 +95,10 @@ class GPU(_Entry):
     fp8_dense_tflops: float | None = _f(
         "TFLOP/s", "peak dense FP8 tensor-core rate; None if unsupported", default=None
     )
+    scaleout_link: str | None = _f(
+        "", "network port per GPU in the usual server, a name in links.toml; None if not "
+        "recorded", default=None
+    )
     @property
     def hbm_bytes(self) -> float:
         """HBM capacity in bytes."""

@@ -17,6 +17,8 @@ Taught in ``notebooks/01_scale_up_limits.ipynb`` and (MFU) the planner notebook.
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import catalog
 from .catalog import ModelSpec
 from .checks import check_int, check_positive
@@ -25,13 +27,40 @@ from .units import SECONDS_PER_DAY
 
 __all__ = [
     "flops_per_token",
+    "forward_flops",
     "hfu",
     "megatron_iteration_flops",
     "mfu",
     "training_days",
     "training_flops",
     "training_seconds",
+    "utilisation",
 ]
+
+
+def forward_flops(tokens, params, n_layers, hidden, seq_len):
+    """Forward-pass FLOPs of ``tokens`` tokens: ``tokens (2 params + 4 n_layers hidden seq_len)``.
+
+    PaLM (arXiv 2204.02311), App. B: each parameter costs a multiply and an
+    add per token (``2N``); attention's ``Q K^T`` and ``A V`` cost ``4 l h s``
+    per token more. The backward pass costs twice the forward (Kaplan et al.
+    2020, Sec. 2.1), so a training step is three of these. Array-friendly:
+    the planner calls it per layer (``params`` = one layer's, ``n_layers`` = 1)
+    and for the output layer (``params = V h``, ``n_layers`` = 0).
+    """
+    tokens, params, n_layers, hidden, seq_len = (
+        np.asarray(x, dtype=float) for x in (tokens, params, n_layers, hidden, seq_len))
+    return tokens * (2 * params + 4 * n_layers * hidden * seq_len)
+
+
+def utilisation(flops, seconds, n_gpus, peak_flops_per_gpu):
+    """Share of peak: ``flops / (seconds n_gpus peak)`` (PaLM App. B's MFU and HFU).
+
+    Array-friendly kernel of :func:`mfu` and :func:`hfu`; which FLOPs are
+    counted (the model's alone, or recomputation too) makes it one or the other.
+    """
+    return np.asarray(flops, dtype=float) / (
+        np.asarray(seconds, dtype=float) * np.asarray(n_gpus) * np.asarray(peak_flops_per_gpu))
 
 
 def flops_per_token(
@@ -51,10 +80,9 @@ def flops_per_token(
     """
     m = catalog.model(model)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
-    n = param_count(m)
     passes = 4 if recompute else 3  # forward = 1, backward = 2, recomputed forward = 1
-    attn = 4 * m.n_layers * m.hidden * s * passes if attention else 0
-    return 2 * n * passes + attn
+    layers = m.n_layers if attention else 0
+    return passes * float(forward_flops(1, param_count(m), layers, m.hidden, s))
 
 
 def megatron_iteration_flops(
@@ -103,7 +131,7 @@ def mfu(
     n_gpus = check_int("n_gpus", n_gpus)
     check_positive("peak_tflops_per_gpu", peak_tflops_per_gpu)
     per_token = flops_per_token(model, seq_len)
-    return tokens_per_s * per_token / (n_gpus * peak_tflops_per_gpu * 1e12)
+    return float(utilisation(tokens_per_s * per_token, 1.0, n_gpus, peak_tflops_per_gpu * 1e12))
 
 
 def hfu(
@@ -120,7 +148,7 @@ def hfu(
     n_gpus = check_int("n_gpus", n_gpus)
     check_positive("peak_tflops_per_gpu", peak_tflops_per_gpu)
     per_token = flops_per_token(model, seq_len, recompute=recompute)
-    return tokens_per_s * per_token / (n_gpus * peak_tflops_per_gpu * 1e12)
+    return float(utilisation(tokens_per_s * per_token, 1.0, n_gpus, peak_tflops_per_gpu * 1e12))
 
 
 def training_seconds(

@@ -209,6 +209,15 @@ def _shard_factors(zero_stage, dp):
     return w, g, o
 
 
+def _model_state(params, zero_stage, dp, recipe: PrecisionRecipe):
+    """(weights, grads, optimizer) bytes per GPU, array-friendly kernel of
+    :func:`model_state_breakdown` (ZeRO, arXiv 1910.02054, Sec. 5)."""
+    w, g, o = _shard_factors(zero_stage, dp)
+    params = np.asarray(params, dtype=float)
+    return (params * recipe.weight_bytes * w, params * recipe.grad_bytes * g,
+            params * recipe.optimizer_bytes * o)
+
+
 def model_state_breakdown(
     params: float,
     zero_stage: int = 0,
@@ -237,13 +246,8 @@ def model_state_breakdown(
     check_positive("params", params)
     zero_stage = check_int("zero_stage", zero_stage, minimum=0, maximum=3)
     dp = check_int("dp", dp)
-    r = get_recipe(recipe)
-    w, g, o = _shard_factors(zero_stage, dp)
-    return ModelStateBytes(
-        weights=float(params * r.weight_bytes * w),
-        grads=float(params * r.grad_bytes * g),
-        optimizer=float(params * r.optimizer_bytes * o),
-    )
+    w, g, o = _model_state(params, zero_stage, dp, get_recipe(recipe))
+    return ModelStateBytes(weights=float(w), grads=float(g), optimizer=float(o))
 
 
 def model_state_bytes(
@@ -441,6 +445,22 @@ class MemoryBreakdown:
         return f"fits, {gap:.1f} GiB to spare" if self.fits else f"does not fit by {gap:.1f} GiB"
 
 
+def _stage_params(parts: dict[str, int], n_layers: int, tied: bool, tp, pp, stage_layers=None):
+    """Parameters per GPU of the busiest stage (array-friendly kernel of :func:`stage_params`).
+
+    ``stage_layers`` is the number of layers on that stage (default ``n_layers / pp``;
+    an uneven split passes ``ceil(n_layers / pp)``).
+    """
+    tp, pp = np.asarray(tp, dtype=float), np.asarray(pp, dtype=float)
+    stage_layers = n_layers / pp if stage_layers is None else np.asarray(stage_layers)
+    layers = parts["layers"] * stage_layers / n_layers
+    first = layers + parts["embedding"] + parts["positions"]
+    head = parts["output"] if not tied else np.where(pp > 1, parts["embedding"], 0)
+    last = layers + parts["final_norm"] + head
+    single = first + parts["final_norm"] + parts["output"]
+    return np.where(pp == 1, single, np.maximum(first, last)) / tp
+
+
 def stage_params(model: str | ModelSpec, tp: int = 1, pp: int = 1) -> float:
     """Parameters held by one GPU of the busiest pipeline stage, before data parallelism.
 
@@ -450,14 +470,8 @@ def stage_params(model: str | ModelSpec, tp: int = 1, pp: int = 1) -> float:
     ``pp > 1``, as Megatron-LM does). Returns the larger of first and last.
     """
     m = catalog.model(model)
-    parts = param_breakdown(m)
-    layers = parts["layers"] / pp
-    first = layers + parts["embedding"] + parts["positions"]
-    head = parts["output"] if not m.tied_embeddings else (parts["embedding"] if pp > 1 else 0)
-    last = layers + parts["final_norm"] + head
-    if pp == 1:
-        return (first + parts["final_norm"] + parts["output"]) / tp
-    return max(first, last) / tp
+    return float(_stage_params(param_breakdown(m), m.n_layers, m.tied_embeddings,
+                               check_int("tp", tp), check_int("pp", pp)))
 
 
 def training_memory(

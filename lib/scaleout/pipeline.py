@@ -134,11 +134,22 @@ def in_flight_closed_form(schedule: str, p: int, m: int, v: int = 1) -> np.ndarr
     d = np.arange(p)
     if schedule == "gpipe":
         return np.full(p, float(m))
-    if schedule == "interleaved":
-        return np.minimum(2 * (p - d - 1) + (v - 1) * p + 1, v * m) / v
     if schedule == "zb-h1":
         return np.full(p, float(min(p, m)))
-    return np.minimum(p - d, m).astype(float)
+    return _in_flight(p, m, v, d, interleaved=schedule == "interleaved")
+
+
+def _in_flight(p, m, v, stage=0, interleaved=None):
+    """Micro-batch equivalents held by ``stage`` under 1F1B (``v = 1``) or interleaved 1F1B.
+
+    Array-friendly kernel of :func:`in_flight_closed_form`: ``min(p - i, m)`` for 1F1B,
+    ``min(2 (p - i - 1) + (v - 1) p + 1, v m) / v`` for the interleaved schedule
+    (``interleaved`` defaults to ``v > 1``).
+    """
+    p, m, v, i = (np.asarray(x, dtype=float) for x in (p, m, v, stage))
+    interleaved = v > 1 if interleaved is None else np.asarray(interleaved, dtype=bool)
+    chunks = np.minimum(2 * (p - i - 1) + (v - 1) * p + 1, v * m) / v
+    return np.where(interleaved, chunks, np.minimum(p - i, m))
 
 
 def one_f_one_b_period_s(p: int, forward_s: float, backward_s: float | None = None,
