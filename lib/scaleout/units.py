@@ -56,6 +56,7 @@ __all__ = [
     "gib_to_gb",
     "hours_to_seconds",
     "minutes_to_seconds",
+    "ns_to_seconds",
     "per_direction",
     "pj_per_bit",
     "seconds_to_days",
@@ -193,3 +194,8 @@ def pj_per_bit(power_w, gbps):
     drawing 15 W spends 15 / 800 x 1000 = 18.75 pJ on every bit. Works on arrays.
     """
     return power_w / gbps * 1e3
+
+
+def ns_to_seconds(ns):
+    """Nanoseconds (switch and cable latencies) to seconds. Works on arrays."""
+    return ns * 1e-9

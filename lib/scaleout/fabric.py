@@ -1,0 +1,1198 @@
+"""Fabric: Clos (leaf-spine, fat-tree) networks of radix-k switches, planes and rails.
+
+A **Clos network** joins endpoints (GPUs' network ports) through tiers of identical
+switches so that every pair has many equal-cost paths (Clos 1953, "A study of
+non-blocking switching networks", Bell System Technical Journal 32(2)). Built from
+switches of radix ``k`` (ports) with every port at ``port_gbps``:
+
+=====  ==========================  ==============  =====================  ===========
+tiers  shape                       max endpoints   switches (full)        switch hops
+=====  ==========================  ==============  =====================  ===========
+1      one switch                  ``k``           1                      1
+2      leaf-spine                  ``k²/2``        ``k`` + ``k/2``        3
+3      fat tree: pods + core       ``k³/4``        ``5k²/4``              5
+=====  ==========================  ==============  =====================  ===========
+
+The three-tier form is the k-ary fat tree of Al-Fares, Loukissas & Vahdat 2008 ("A
+Scalable, Commodity Data Center Network Architecture", SIGCOMM, Sec. 3): k pods of k/2
+edge (leaf) and k/2 aggregation (spine) switches, (k/2)² core switches, k³/4 hosts.
+
+**Oversubscription** ``r`` (downlinks : uplinks at the leaf) gives each leaf
+``d = k·r/(r+1)`` endpoint ports and ``u = k − d`` uplinks; spines and cores stay
+non-blocking. The leaf then carries ``r`` times more traffic than it can send up, and the
+endpoint counts grow to ``k·d`` (two tiers) and ``k²·d/2`` (three tiers); ``r = 1`` gives
+the non-blocking figures above. Partly filled fabrics use the fewest switches that keep
+every leaf's uplinks spread evenly (parallel links where a spine would otherwise sit
+half-empty); see :func:`size_fabric`.
+
+**Planes.** A NIC with ``P`` ports joins ``P`` independent Clos planes, one port each,
+built of switches at the per-port speed: a switch chip of fixed capacity then has ``P``
+times the radix, and a two-tier plane reaches ``P²`` times the endpoints
+(:func:`radix_at`, :func:`size_multiplane`). A 102.4 Tb/s chip at 200 Gb/s per port is
+radix 512, and two tiers of it reach 512²/2 = 131,072 endpoints, which is why large
+clusters flatten from three tiers to two.
+
+**Rails.** In a rail-optimised layout GPU ``i`` of every node connects to rail ``i``'s
+leaf switches (:func:`rail_layout`).
+
+**Traffic.** ECMP hashes whole flows onto equal-cost paths and collides; spraying a
+stream's packets over all paths (or planes) does not, at the price of reordering at the
+receiver (:func:`simulate_load_balance`, :func:`simulate_reordering`).
+
+For small radixes :func:`build_graph` wires the actual topology and :func:`check_graph`
+measures its switches, links, port use, diameter and bisection (a max-flow), which the
+tests compare with the closed forms here.
+
+Bandwidths are per direction unless a name ends in ``_bidir``. Taught in
+``notebooks/09_clos_fabrics.ipynb``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import catalog, collectives, units
+from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
+from .checks import check_choice, check_int, check_positive, check_range
+
+__all__ = [
+    "DEFAULT_COPPER_MAX_M",
+    "DEFAULT_LENGTHS_M",
+    "DEFAULT_SWITCH_LATENCY_NS",
+    "FIBRE_NS_PER_M",
+    "LINK_TYPES",
+    "TIERS",
+    "TIER_NAMES",
+    "ClosDesign",
+    "FabricGraph",
+    "FabricSweep",
+    "GraphCheck",
+    "LinkGroup",
+    "LoadBalanceResult",
+    "MultiPlaneDesign",
+    "RailDesign",
+    "ReorderResult",
+    "SwitchChip",
+    "TransportMeasurement",
+    "build_graph",
+    "check_graph",
+    "check_radix",
+    "collective_latency_term",
+    "fabric_alpha",
+    "fabric_sweep",
+    "leaf_split",
+    "load_balance_sweep",
+    "max_endpoints",
+    "radix_at",
+    "rail_layout",
+    "reorder_buffer_bytes",
+    "simulate_load_balance",
+    "simulate_reordering",
+    "size_fabric",
+    "size_multiplane",
+    "switch_chip",
+    "switch_chips",
+    "transport_measurements",
+]
+
+#: Tiers modelled: one switch, leaf-spine, three-tier fat tree.
+TIERS = (1, 2, 3)
+#: Switch tiers by name, bottom up (in a fat tree: edge, aggregation, core).
+TIER_NAMES = ("leaf", "spine", "core")
+#: Link types, bottom up.
+LINK_TYPES = ("endpoint-leaf", "leaf-spine", "spine-core")
+#: Default cable lengths by link type, metres: an assumption for a typical hall (in-rack
+#: to a leaf, a row to a spine, across the building to a core); pass your own.
+DEFAULT_LENGTHS_M = {"endpoint-leaf": 3.0, "leaf-spine": 30.0, "spine-core": 500.0}
+#: Links at most this long are copper (DAC/ACC) and need no transceivers: an assumption
+#: of a few metres of in-rack copper; :mod:`scaleout.optics` picks real parts by reach.
+DEFAULT_COPPER_MAX_M = 3.0
+#: Port-to-port latency of one switch, ns: an ASSUMPTION between the two published
+#: bounds in ``data/switches.toml`` (an InfiniBand switch under 130 ns, an Ethernet
+#: data-center switch under 1 µs). Pass the figure of the switch you model.
+DEFAULT_SWITCH_LATENCY_NS = 500.0
+#: Propagation in optical fibre, ns per metre: light at c / n with a group index n of
+#: about 1.47 for standard single-mode fibre (ITU-T G.652 class) is 2.04e8 m/s, 4.9 ns/m.
+FIBRE_NS_PER_M = 4.9
+
+
+# =========================================================================== switch chips
+@dataclass(frozen=True)
+class SwitchChip(_Entry):
+    """A switch chip (or box) as sold: its ports at one or more speeds, from its datasheet."""
+
+    name: str = _f("", "catalog name")
+    vendor: str = _f("", "maker")
+    family: str = _f("", "'InfiniBand' or 'Ethernet'")
+    ports: tuple[int, ...] = _f("ports", "port counts of the configurations, matching port_gbps")
+    port_gbps: tuple[int, ...] = _f("Gb/s", "per-port speeds of the configurations, one direction")
+    year: int = _f("year", "year of announcement or availability")
+    source: str = _f("", "where the figures come from")
+    latency_ns: float | None = _f("ns", "port-to-port latency as published (an upper bound)",
+                                  default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "ports", tuple(self.ports))
+        object.__setattr__(self, "port_gbps", tuple(self.port_gbps))
+        if len(self.ports) != len(self.port_gbps) or not self.ports:
+            raise ValueError(f"SwitchChip {self.name!r}: field 'ports' must list one count per "
+                             f"entry of 'port_gbps', got {self.ports!r} and {self.port_gbps!r}")
+
+    @property
+    def capacity_gbps(self) -> float:
+        """Switching capacity, Gb/s per direction: ports × speed of the first configuration."""
+        return float(self.ports[0] * self.port_gbps[0])
+
+    def radix(self, port_gbps: float) -> int:
+        """Ports at ``port_gbps``: a listed configuration, else capacity ÷ speed
+        (:func:`radix_at`)."""
+        for ports, speed in zip(self.ports, self.port_gbps, strict=True):
+            if speed == port_gbps:
+                return ports
+        return radix_at(self.capacity_gbps, port_gbps)
+
+
+@functools.cache
+def _switch_chips() -> dict[str, SwitchChip]:
+    return load_entries(DATA_DIR / "switches.toml", "switch", SwitchChip)
+
+
+def switch_chip(spec: str | SwitchChip) -> SwitchChip:
+    """A switch chip by name or alias (``"Tomahawk 6"``, ``"Quantum-2"``)."""
+    if isinstance(spec, SwitchChip):
+        return spec
+    return _lookup("switch", _switch_chips(), spec)
+
+
+def switch_chips() -> list[SwitchChip]:
+    """Every switch chip of ``data/switches.toml``, in file order."""
+    return list(_switch_chips().values())
+
+
+# =========================================================================== inputs
+def check_radix(radix) -> int:
+    """``radix`` as an ``int`` if it is an even whole number >= 2 (ports split down and up)."""
+    k = check_int("radix", radix, minimum=2)
+    if k % 2:
+        raise ValueError(f"radix must be an even whole number >= 2 (ports split half down, "
+                         f"half up), got {radix!r}")
+    return k
+
+
+def _check_tiers(tiers) -> int:
+    return check_choice("tiers", tiers, TIERS)
+
+
+def leaf_split(radix: int, oversubscription: float = 1.0) -> tuple[int, int]:
+    """A leaf's ports as ``(down, up)``: ``d = k·r/(r+1)`` to endpoints, ``u = k − d`` to spines.
+
+    ``r`` is the oversubscription, downlinks : uplinks (``1`` non-blocking, ``3`` for 3:1).
+    ``d`` must come out whole: radix 64 allows r = 1, 3, 7, 15, 31, 63 (and ratios such as
+    33/31 = 1.0645...). Raises ``ValueError`` naming the ratios that fit otherwise.
+    """
+    k = check_radix(radix)
+    r = check_positive("oversubscription", oversubscription)
+    if r < 1:
+        raise ValueError(f"oversubscription must be >= 1 (downlinks : uplinks at the leaf), "
+                         f"got {oversubscription!r}")
+    down = k * r / (r + 1)
+    if not math.isclose(down, round(down), rel_tol=0, abs_tol=1e-6) or round(down) >= k:
+        whole = [str(k // m - 1) for m in range(1, k + 1) if k % m == 0 and k // m >= 2]
+        raise ValueError(
+            f"oversubscription={oversubscription!r} with radix {k} gives {down:.4g} leaf "
+            f"downlinks, not a whole number below {k}; whole ratios for radix {k}: "
+            f"{', '.join(sorted(set(whole), key=int)[:10])} (or any d/(k-d))")
+    d = round(down)
+    return d, k - d
+
+
+def max_endpoints(radix, tiers: int, oversubscription: float = 1.0):
+    """The most endpoints ``tiers`` tiers of radix-``k`` switches serve.
+
+    ``k`` (one switch), ``k·d`` (two tiers), ``k²·d/2`` (three) with ``d`` the leaf's
+    downlinks (:func:`leaf_split`): ``k``, ``k²/2``, ``k³/4`` when non-blocking
+    (Al-Fares et al. 2008, Sec. 3). ``radix`` may be an array of even radixes (a sweep);
+    returns ``int`` or an integer array. Radix 64: 64, 2,048, 65,536; radix 512 two tiers:
+    131,072.
+    """
+    tiers = _check_tiers(tiers)
+    ks = np.atleast_1d(np.asarray(radix))
+    out = np.empty(ks.shape, dtype=np.int64)
+    for i, k in enumerate(ks.flat):
+        k = check_radix(int(k) if float(k).is_integer() else k)
+        d = leaf_split(k, oversubscription)[0] if tiers > 1 else k
+        out.flat[i] = (k, k * d, k * k * d // 2)[tiers - 1]
+    return int(out[0]) if np.ndim(radix) == 0 else out.reshape(np.shape(radix))
+
+
+def radix_at(switch_gbps: float, port_gbps: float) -> int:
+    """Ports a switch of ``switch_gbps`` capacity (per direction) offers at ``port_gbps`` each.
+
+    A 51.2 Tb/s chip: 64 ports of 800G, 256 of 200G, 512 of 100G; a 102.4 Tb/s chip: 512
+    of 200G (Broadcom Tomahawk 5 and 6 announcements, ``data/switches.toml``).
+    """
+    cap = check_positive("switch_gbps", switch_gbps)
+    speed = check_positive("port_gbps", port_gbps)
+    k = math.floor(cap / speed + 1e-9)
+    k -= k % 2
+    if k < 2:
+        raise ValueError(f"port_gbps={port_gbps:g} leaves fewer than 2 ports on a "
+                         f"{cap:g} Gb/s switch; use a slower port or a bigger switch")
+    return k
+
+
+# =========================================================================== counts
+def _smallest_divisor_at_least(m: int, x):
+    """Smallest divisor of ``m`` that is >= ``x`` (element-wise; ``x`` <= ``m``)."""
+    divs = np.array([q for q in range(1, m + 1) if m % q == 0], dtype=np.int64)
+    idx = np.searchsorted(divs, np.asarray(x, dtype=np.int64), side="left")
+    return divs[np.minimum(idx, divs.size - 1)]
+
+
+def _ceil_div(a, b):
+    return -(-np.asarray(a, dtype=np.int64) // b)
+
+
+def _counts(n, k: int, d: int, u: int, tiers: int) -> dict[str, np.ndarray]:
+    """Switches and links of a Clos serving ``n`` endpoints (element-wise over ``n``).
+
+    The one place the counting formulas live: :class:`ClosDesign` and :func:`fabric_sweep`
+    both call it.
+
+    * two tiers: ``L = ⌈n/d⌉`` leaves; ``s`` spines, the smallest divisor of ``u`` with
+      ``s·k >= L·u`` (each leaf sends ``u/s`` parallel links to every spine); ``s = u``
+      when full.
+    * three tiers: pods of ``k/2`` leaves (the last pod partial), ``u`` aggregation
+      switches ("spines") per pod each with ``k/2`` uplinks; ``u·c`` cores with ``c`` the
+      smallest divisor of ``k/2`` with ``c >= ⌈pods/2⌉`` (``c = k/2`` when full).
+    """
+    n = np.asarray(n, dtype=np.int64)
+    zero = np.zeros_like(n)
+    if tiers == 1:
+        return {"leaf": np.ones_like(n), "spine": zero, "core": zero, "pods": zero,
+                "endpoint-leaf": n, "leaf-spine": zero, "spine-core": zero}
+    if tiers == 2:
+        leaves = _ceil_div(n, d)
+        spines = _smallest_divisor_at_least(u, _ceil_div(leaves * u, k))
+        return {"leaf": leaves, "spine": spines, "core": zero, "pods": zero,
+                "endpoint-leaf": n, "leaf-spine": leaves * u, "spine-core": zero}
+    half = k // 2
+    per_pod = half * d
+    pods = _ceil_div(n, per_pod)
+    leaves = (pods - 1) * half + _ceil_div(n - (pods - 1) * per_pod, d)
+    cores = u * _smallest_divisor_at_least(half, _ceil_div(pods, 2))
+    return {"leaf": leaves, "spine": pods * u, "core": cores, "pods": pods,
+            "endpoint-leaf": n, "leaf-spine": leaves * u, "spine-core": pods * u * half}
+
+
+def _hops(tiers: int, leaves, pods):
+    """Worst-case switches between two endpoints: 1, 3 or 5 (fewer in a tiny fabric)."""
+    leaves = np.asarray(leaves)
+    if tiers == 1:
+        return np.ones_like(leaves)
+    if tiers == 2:
+        return np.where(leaves > 1, 3, 1)
+    return np.where(np.asarray(pods) > 1, 5, np.where(leaves > 1, 3, 1))
+
+
+def _bisection_links(n, d: int, u: int, tiers: int):
+    """Links' worth of capacity across the worst balanced split: ``⌊n/2⌋ · min(1, u/d)``."""
+    half = np.asarray(n, dtype=np.int64) // 2
+    return half if tiers == 1 else half * min(1.0, u / d)
+
+
+# =========================================================================== designs
+@dataclass(frozen=True)
+class LinkGroup:
+    """Links of one type, for an optics bill: how many, how long, how fast (per direction)."""
+
+    name: str
+    count: int
+    length_m: float
+    gbps: float
+
+
+@dataclass(frozen=True)
+class ClosDesign:
+    """One Clos plane serving ``endpoints`` endpoints with radix-``radix`` switches.
+
+    Build it with :func:`size_fabric`. Counts per tier are in :attr:`switches_per_tier`
+    and :attr:`links_per_tier`; ``leaf_down`` and ``leaf_up`` are one leaf's endpoint
+    ports and uplinks.
+    """
+
+    radix: int
+    port_gbps: float
+    tiers: int
+    oversubscription: float
+    endpoints: int
+    leaf_down: int
+    leaf_up: int
+    leaves: int
+    spines: int
+    cores: int
+    pods: int
+    links_endpoint_leaf: int
+    links_leaf_spine: int
+    links_spine_core: int
+
+    # -- counts ------------------------------------------------------------------------
+    @property
+    def switches_per_tier(self) -> dict[str, int]:
+        """``{"leaf": ..., "spine": ..., "core": ...}`` (spines are aggregation in a fat tree)."""
+        return {"leaf": self.leaves, "spine": self.spines, "core": self.cores}
+
+    @property
+    def switches(self) -> int:
+        """All switches of the plane."""
+        return self.leaves + self.spines + self.cores
+
+    @property
+    def links_per_tier(self) -> dict[str, int]:
+        """Links (= cables) by type: ``endpoint-leaf``, ``leaf-spine``, ``spine-core``."""
+        return {"endpoint-leaf": self.links_endpoint_leaf, "leaf-spine": self.links_leaf_spine,
+                "spine-core": self.links_spine_core}
+
+    @property
+    def links(self) -> int:
+        """All links of the plane."""
+        return sum(self.links_per_tier.values())
+
+    @property
+    def max_endpoints(self) -> int:
+        """The most endpoints these tiers of these switches serve (:func:`max_endpoints`)."""
+        return max_endpoints(self.radix, self.tiers, self.oversubscription)
+
+    def transceivers(self, copper_max_m: float = DEFAULT_COPPER_MAX_M,
+                     lengths_m: Mapping[str, float] | None = None) -> dict[str, int]:
+        """Optical transceivers by link type: two per link longer than ``copper_max_m``.
+
+        Links up to ``copper_max_m`` are copper cables with no transceiver. Which module
+        serves which length is :func:`scaleout.optics.fabric_bill`'s job.
+        """
+        lengths = _lengths(lengths_m)
+        copper = check_positive("copper_max_m", copper_max_m, allow_zero=True)
+        return {t: (2 * n if lengths[t] > copper else 0) for t, n in self.links_per_tier.items()}
+
+    def cables(self) -> dict[str, int]:
+        """Cables by link type: one per link (breakout cables not modelled)."""
+        return dict(self.links_per_tier)
+
+    def link_groups(self, endpoint_leaf_m: float = DEFAULT_LENGTHS_M["endpoint-leaf"],
+                    leaf_spine_m: float = DEFAULT_LENGTHS_M["leaf-spine"],
+                    spine_core_m: float = DEFAULT_LENGTHS_M["spine-core"]) -> tuple[LinkGroup, ...]:
+        """The plane's links as :class:`LinkGroup` s for :func:`scaleout.optics.fabric_bill`.
+
+        Lengths default to :data:`DEFAULT_LENGTHS_M` (3 m in-rack, 30 m to a spine, 500 m
+        to a core: assumptions). Types without links are left out.
+        """
+        lengths = _lengths({"endpoint-leaf": endpoint_leaf_m, "leaf-spine": leaf_spine_m,
+                            "spine-core": spine_core_m})
+        return tuple(LinkGroup(t, n, lengths[t], self.port_gbps)
+                     for t, n in self.links_per_tier.items() if n > 0)
+
+    # -- performance -------------------------------------------------------------------
+    @property
+    def bisection_links(self) -> float:
+        """Links' worth of capacity across the worst balanced split, one direction."""
+        return float(_bisection_links(self.endpoints, self.leaf_down, self.leaf_up, self.tiers))
+
+    @property
+    def bisection_gbps(self) -> float:
+        """Bisection bandwidth, Gb/s, ONE direction: what half the endpoints can send to the
+        other half at once, ``⌊n/2⌋ · port_gbps / r``. Exact for a fabric whose halves are
+        whole leaves or pods (the worst split); a lower bound for a partly filled one."""
+        return self.bisection_links * self.port_gbps
+
+    @property
+    def bisection_gbps_bidir(self) -> float:
+        """Bisection bandwidth with both directions added (twice :attr:`bisection_gbps`)."""
+        return units.both_directions(self.bisection_gbps)
+
+    @property
+    def worst_case_switch_hops(self) -> int:
+        """Switches on the longest shortest path between two endpoints: 1, 3 or 5."""
+        return int(_hops(self.tiers, self.leaves, self.pods))
+
+    def worst_case_latency_s(self, switch_latency_ns: float = DEFAULT_SWITCH_LATENCY_NS,
+                             lengths_m: Mapping[str, float] | None = None,
+                             ns_per_m: float = FIBRE_NS_PER_M) -> float:
+        """One-way latency of the longest path, seconds: switches × ``switch_latency_ns``
+        plus propagation over its cables (each link type twice, up and down)."""
+        sw = check_positive("switch_latency_ns", switch_latency_ns, allow_zero=True)
+        per_m = check_positive("ns_per_m", ns_per_m, allow_zero=True)
+        lengths = _lengths(lengths_m)
+        hops = self.worst_case_switch_hops
+        used = LINK_TYPES[: (hops + 1) // 2]
+        metres = 2 * sum(lengths[t] for t in used)
+        return units.ns_to_seconds(hops * sw + metres * per_m)
+
+
+def _lengths(lengths_m: Mapping[str, float] | None) -> dict[str, float]:
+    out = dict(DEFAULT_LENGTHS_M)
+    for name, value in (lengths_m or {}).items():
+        check_choice("link type", name, LINK_TYPES)
+        out[name] = check_positive(f"length of {name} links (m)", value)
+    return out
+
+
+def _design(n: int, k: int, port_gbps: float, tiers: int, r: float) -> ClosDesign:
+    d, u = (k, 0) if tiers == 1 else leaf_split(k, r)
+    c = {key: int(v) for key, v in _counts(n, k, d, u, tiers).items()}
+    return ClosDesign(radix=k, port_gbps=port_gbps, tiers=tiers,
+                      oversubscription=1.0 if tiers == 1 else float(r), endpoints=n,
+                      leaf_down=d, leaf_up=u, leaves=c["leaf"], spines=c["spine"],
+                      cores=c["core"], pods=c["pods"], links_endpoint_leaf=c["endpoint-leaf"],
+                      links_leaf_spine=c["leaf-spine"], links_spine_core=c["spine-core"])
+
+
+def size_fabric(n_endpoints: int, radix: int, port_gbps: float = 400.0,
+                oversubscription: float = 1.0, tiers: int | None = None,
+                max_tiers: int = 3) -> ClosDesign:
+    """The Clos plane that serves ``n_endpoints``: the fewest tiers that fit, or ``tiers``.
+
+    Parameters
+    ----------
+    n_endpoints
+        Endpoint ports to connect (one per GPU per plane).
+    radix
+        Ports per switch, even.
+    port_gbps
+        Speed of every port, Gb/s per direction.
+    oversubscription
+        Leaf downlinks : uplinks, ``>= 1`` (ignored by a one-tier fabric, which has no uplinks).
+    tiers
+        Force 1, 2 or 3 tiers; default: the fewest that serve ``n_endpoints``.
+    max_tiers
+        The most tiers allowed when choosing.
+
+    Raises
+    ------
+    ValueError
+        A bad radix or ratio, or more endpoints than the tiers can serve, naming the maximum:
+        ``n_endpoints=70,000 is more than 3 tiers of radix-64 switches serve (65,536 at
+        oversubscription 1:1)``.
+    """
+    k = check_radix(radix)
+    speed = check_positive("port_gbps", port_gbps)
+    n = check_int("n_endpoints", n_endpoints)
+    r = check_positive("oversubscription", oversubscription)
+    if r < 1:
+        leaf_split(k, r)  # raises with the message
+    if tiers is not None:
+        t = _check_tiers(tiers)
+        top = max_endpoints(k, t, r)
+        if n > top:
+            raise ValueError(f"n_endpoints={n:,} is more than {t} tier{'s' * (t > 1)} of "
+                             f"radix-{k} switches serve ({top:,} at oversubscription "
+                             f"{r:g}:1); use more tiers, a larger radix or more planes")
+        return _design(n, k, speed, t, r)
+    top_tiers = check_int("max_tiers", max_tiers, minimum=1, maximum=3)
+    for t in TIERS[:top_tiers]:
+        if n <= max_endpoints(k, t, r):
+            return _design(n, k, speed, t, r)
+    top = max_endpoints(k, top_tiers, r)
+    raise ValueError(f"n_endpoints={n:,} is more than {top_tiers} tier"
+                     f"{'s' * (top_tiers > 1)} of radix-{k} switches serve ({top:,} at "
+                     f"oversubscription {r:g}:1); use a larger radix or more planes")
+
+
+# =========================================================================== planes
+@dataclass(frozen=True)
+class MultiPlaneDesign:
+    """``planes`` identical, independent Clos planes; every NIC has one port on each.
+
+    Each endpoint is one NIC of ``nic_gbps = planes × port_gbps``. Switches, links and
+    transceivers are the plane's times ``planes``; endpoints, hops and latency are the
+    plane's.
+    """
+
+    plane: ClosDesign
+    planes: int
+
+    @property
+    def endpoints(self) -> int:
+        """NICs (GPUs) joined: each sits on every plane."""
+        return self.plane.endpoints
+
+    @property
+    def nic_gbps(self) -> float:
+        """One NIC's bandwidth over all its ports, Gb/s per direction."""
+        return self.planes * self.plane.port_gbps
+
+    @property
+    def switches_per_tier(self) -> dict[str, int]:
+        """Switches by tier over all planes."""
+        return {t: self.planes * n for t, n in self.plane.switches_per_tier.items()}
+
+    @property
+    def switches(self) -> int:
+        """All switches of all planes."""
+        return self.planes * self.plane.switches
+
+    @property
+    def links_per_tier(self) -> dict[str, int]:
+        """Links by type over all planes."""
+        return {t: self.planes * n for t, n in self.plane.links_per_tier.items()}
+
+    @property
+    def links(self) -> int:
+        """All links of all planes."""
+        return self.planes * self.plane.links
+
+    def transceivers(self, copper_max_m: float = DEFAULT_COPPER_MAX_M,
+                     lengths_m: Mapping[str, float] | None = None) -> dict[str, int]:
+        """Transceivers by link type over all planes (see :meth:`ClosDesign.transceivers`)."""
+        return {t: self.planes * n
+                for t, n in self.plane.transceivers(copper_max_m, lengths_m).items()}
+
+    def link_groups(self, endpoint_leaf_m: float = DEFAULT_LENGTHS_M["endpoint-leaf"],
+                    leaf_spine_m: float = DEFAULT_LENGTHS_M["leaf-spine"],
+                    spine_core_m: float = DEFAULT_LENGTHS_M["spine-core"]) -> tuple[LinkGroup, ...]:
+        """All planes' links as :class:`LinkGroup` s (counts times ``planes``)."""
+        return tuple(LinkGroup(g.name, g.count * self.planes, g.length_m, g.gbps)
+                     for g in self.plane.link_groups(endpoint_leaf_m, leaf_spine_m, spine_core_m))
+
+    @property
+    def bisection_gbps(self) -> float:
+        """Bisection over all planes, Gb/s per direction."""
+        return self.planes * self.plane.bisection_gbps
+
+    @property
+    def bisection_gbps_bidir(self) -> float:
+        """Bisection over all planes, both directions added."""
+        return units.both_directions(self.bisection_gbps)
+
+    @property
+    def worst_case_switch_hops(self) -> int:
+        """Switches on the longest path (within one plane)."""
+        return self.plane.worst_case_switch_hops
+
+    def worst_case_latency_s(self, switch_latency_ns: float = DEFAULT_SWITCH_LATENCY_NS,
+                             lengths_m: Mapping[str, float] | None = None,
+                             ns_per_m: float = FIBRE_NS_PER_M) -> float:
+        """One-way latency of the longest path in one plane, seconds."""
+        return self.plane.worst_case_latency_s(switch_latency_ns, lengths_m, ns_per_m)
+
+
+def size_multiplane(n_endpoints: int, nic_gbps: float, planes: int, *,
+                    switch_gbps: float | None = None, radix: int | None = None,
+                    oversubscription: float = 1.0, tiers: int | None = None,
+                    max_tiers: int = 3) -> MultiPlaneDesign:
+    """``planes`` Clos planes for NICs of ``nic_gbps`` split into ``planes`` ports.
+
+    Each port runs at ``nic_gbps / planes``. Give the switch as ``switch_gbps`` (its
+    capacity per direction: the radix follows from :func:`radix_at`, so more planes mean
+    slower ports and a larger radix) or as ``radix`` directly. Example: an 800G NIC as
+    4 × 200G on 102.4 Tb/s switches is radix 512; two tiers serve 131,072 NICs, where one
+    800G plane of the same chips (radix 128) needs three tiers beyond 8,192.
+    """
+    p = check_int("planes", planes)
+    nic = check_positive("nic_gbps", nic_gbps)
+    port = nic / p
+    if (switch_gbps is None) == (radix is None):
+        raise ValueError("give exactly one of switch_gbps (switch capacity per direction) "
+                         "and radix")
+    k = radix_at(switch_gbps, port) if switch_gbps is not None else check_radix(radix)
+    plane = size_fabric(n_endpoints, k, port, oversubscription, tiers, max_tiers)
+    return MultiPlaneDesign(plane=plane, planes=p)
+
+
+# =========================================================================== sweeps
+@dataclass(frozen=True)
+class FabricSweep:
+    """A fabric sized for each of many endpoint counts (arrays shaped like ``endpoints``)."""
+
+    endpoints: np.ndarray
+    tiers: np.ndarray
+    switches: np.ndarray
+    links: np.ndarray
+    transceivers: np.ndarray
+    bisection_gbps: np.ndarray
+    switch_hops: np.ndarray
+
+
+def fabric_sweep(n_endpoints, radix: int, port_gbps: float = 400.0,
+                 oversubscription: float = 1.0, planes: int = 1, tiers: int | None = None,
+                 copper_max_m: float = DEFAULT_COPPER_MAX_M,
+                 lengths_m: Mapping[str, float] | None = None) -> FabricSweep:
+    """:func:`size_fabric` over an array of endpoint counts in one vectorised pass.
+
+    Counts are over all ``planes`` (each plane radix ``radix`` at ``port_gbps``). Each
+    count gets the fewest tiers that serve it (or ``tiers``); counts no tier serves raise
+    ``ValueError`` naming the maximum.
+    """
+    k = check_radix(radix)
+    speed = check_positive("port_gbps", port_gbps)
+    p = check_int("planes", planes)
+    n = np.asarray(n_endpoints)
+    if n.size == 0 or not np.all(np.isfinite(n)) or np.any(n < 1) or np.any(n != np.round(n)):
+        raise ValueError(f"n_endpoints must be whole numbers >= 1, got {n_endpoints!r}")
+    n = n.astype(np.int64)
+    lengths = _lengths(lengths_m)
+    copper = check_positive("copper_max_m", copper_max_m, allow_zero=True)
+    options = TIERS if tiers is None else (_check_tiers(tiers),)
+    caps = [max_endpoints(k, t, oversubscription) for t in options]
+    too_big = n > caps[-1]
+    if np.any(too_big):
+        worst = int(n[too_big].max())
+        raise ValueError(f"n_endpoints={worst:,} is more than {options[-1]} tiers of radix-{k} "
+                         f"switches serve ({caps[-1]:,} at oversubscription "
+                         f"{oversubscription:g}:1)")
+    chosen = np.full(n.shape, options[-1], dtype=np.int64)
+    for t, cap in zip(options[::-1], caps[::-1], strict=True):
+        chosen = np.where(n <= cap, t, chosen)
+    out = {key: np.zeros(n.shape) for key in ("switches", "links", "xcvr", "bis", "hops")}
+    for t in options:
+        sel = chosen == t
+        if not np.any(sel):
+            continue
+        d, u = (k, 0) if t == 1 else leaf_split(k, oversubscription)
+        c = _counts(n[sel], k, d, u, t)
+        out["switches"][sel] = c["leaf"] + c["spine"] + c["core"]
+        out["links"][sel] = sum(c[lt] for lt in LINK_TYPES)
+        out["xcvr"][sel] = sum(2 * c[lt] for lt in LINK_TYPES if lengths[lt] > copper)
+        out["bis"][sel] = _bisection_links(n[sel], d, u, t) * speed
+        out["hops"][sel] = _hops(t, c["leaf"], c["pods"])
+    return FabricSweep(endpoints=n, tiers=chosen, switches=(out["switches"] * p).astype(np.int64),
+                       links=(out["links"] * p).astype(np.int64),
+                       transceivers=(out["xcvr"] * p).astype(np.int64),
+                       bisection_gbps=out["bis"] * p, switch_hops=out["hops"].astype(np.int64))
+
+
+# =========================================================================== rails
+@dataclass(frozen=True)
+class RailDesign:
+    """A rail-optimised two-tier fabric: GPU ``i`` of every node on rail ``i``'s leaves.
+
+    Nodes are grouped ``nodes_per_group`` at a time (one leaf's downlinks); each group
+    has one leaf per rail, so the ``rails`` GPUs of a node sit on ``rails`` different
+    leaves and the same-index GPUs of a group share one. Spines join the leaves for
+    traffic between groups or rails (:attr:`spines`); a **rail-only** network
+    (Wang et al. 2023, "Rail-only: A Low-Cost High-Performance Network for Training
+    LLMs with Trillion Parameters", arXiv 2307.12169) drops them and sends cross-rail
+    traffic over NVLink first, each rail then being its own fabric (:attr:`rail_only`).
+    """
+
+    n_nodes: int
+    rails: int
+    radix: int
+    port_gbps: float
+    oversubscription: float
+    nodes_per_group: int
+    groups: int
+    leaves: int
+    spines: int
+    rail_only: MultiPlaneDesign
+
+    @property
+    def gpus(self) -> int:
+        """GPUs (NICs) joined."""
+        return self.n_nodes * self.rails
+
+    @property
+    def switches(self) -> int:
+        """Leaves and spines of the rail-optimised fabric."""
+        return self.leaves + self.spines
+
+    @property
+    def same_rail_one_hop(self) -> bool:
+        """True when each rail fits on one leaf: same-index GPUs of all nodes one switch apart."""
+        return self.groups == 1
+
+    @property
+    def one_hop_fraction(self) -> float:
+        """Share of a GPU's peers in other nodes that sit one switch away (same rail, same group).
+
+        Averaged over GPUs; the rest cross a spine, or NVLink then the destination's rail.
+        """
+        if self.n_nodes < 2:
+            return 0.0
+        sizes = np.full(self.groups, self.nodes_per_group)
+        sizes[-1] = self.n_nodes - (self.groups - 1) * self.nodes_per_group
+        mates = float(np.sum(sizes * (sizes - 1))) / self.n_nodes
+        return mates / ((self.n_nodes - 1) * self.rails)
+
+
+def rail_layout(n_nodes: int, gpus_per_node: int, radix: int, port_gbps: float = 400.0,
+                oversubscription: float = 1.0) -> RailDesign:
+    """A rail-optimised two-tier layout of ``n_nodes`` nodes with ``gpus_per_node`` NICs each.
+
+    What stays within a rail: traffic between same-index GPUs, such as the inter-node
+    phase of a hierarchical all-reduce (each local rank all-reduces its shard with the
+    same rank of every other node; :func:`scaleout.collectives.hierarchical_all_reduce_time`)
+    and, with NCCL's PXN (a hop over NVLink to the GPU on the destination's rail), nearly
+    all inter-node traffic. Within a group of ``nodes_per_group`` nodes it crosses one
+    switch instead of three. NVIDIA's DGX SuperPOD reference designs are built this way.
+    """
+    nodes = check_int("n_nodes", n_nodes)
+    g = check_int("gpus_per_node", gpus_per_node)
+    k = check_radix(radix)
+    speed = check_positive("port_gbps", port_gbps)
+    d, u = leaf_split(k, oversubscription)
+    groups = int(_ceil_div(nodes, d))
+    leaves = g * groups
+    if leaves > k:
+        raise ValueError(f"n_nodes={nodes:,} with {g} rails needs {leaves:,} leaves, more than "
+                         f"a radix-{k} spine reaches ({k}); a rail-optimised two-tier fabric "
+                         f"serves at most {k // g * d:,} nodes here")
+    spines = int(_smallest_divisor_at_least(u, _ceil_div(leaves * u, k)))
+    rail_only = size_multiplane(nodes, speed * g, g, radix=k, oversubscription=oversubscription)
+    return RailDesign(n_nodes=nodes, rails=g, radix=k, port_gbps=speed,
+                      oversubscription=float(oversubscription), nodes_per_group=min(d, nodes),
+                      groups=groups, leaves=leaves, spines=spines, rail_only=rail_only)
+
+
+# =========================================================================== graph
+@dataclass(frozen=True)
+class FabricGraph:
+    """A built topology: node kinds and an edge list (one row per physical link).
+
+    ``kind[i]`` is 0 for an endpoint, 1 leaf, 2 spine, 3 core; ``edges[j] = (a, b)`` with
+    ``a`` the lower-tier end; ``edge_type[j]`` indexes :data:`LINK_TYPES`. ``leaf_of[e]``
+    is endpoint ``e``'s leaf; ``pod_of_leaf`` the pod of each leaf (0 outside fat trees).
+    """
+
+    design: ClosDesign
+    kind: np.ndarray
+    edges: np.ndarray
+    edge_type: np.ndarray
+    leaf_of: np.ndarray
+    pod_of_leaf: np.ndarray
+
+
+def build_graph(design: ClosDesign) -> FabricGraph:
+    """Wire ``design`` explicitly, port by port, as the fat-tree paper wires it.
+
+    Endpoints fill leaves in order (``leaf_down`` each); every leaf sends ``leaf_up``
+    uplinks spread evenly over the spines it reaches (its pod's aggregation switches in
+    a fat tree); aggregation switch ``j`` of every pod sends its ``k/2`` uplinks evenly over
+    core group ``j``. Counts are then *measured* from the graph by :func:`check_graph`.
+    Meant for small radixes (the tests use k <= 16).
+    """
+    n, k, t = design.endpoints, design.radix, design.tiers
+    d, u, half = design.leaf_down, design.leaf_up, k // 2
+    ep = np.arange(n)
+    leaf_idx = ep // d if t > 1 else np.zeros(n, dtype=np.int64)
+    n_leaves = int(leaf_idx.max()) + 1
+    first_leaf, first_spine = n, n + n_leaves
+    rows, types = [np.stack([ep, first_leaf + leaf_idx], axis=1)], [np.zeros(n, np.int64)]
+    pod_of_leaf = np.zeros(n_leaves, dtype=np.int64)
+    n_spines = n_cores = 0
+    if t == 2:
+        # spines: the fewest whose ports take every leaf's u uplinks, u/s links per pair
+        n_spines = _fewest_switches(n_leaves * u, k, u)
+        per = u // n_spines
+        lv, sp = np.meshgrid(np.arange(n_leaves), np.arange(n_spines), indexing="ij")
+        a = np.repeat((first_leaf + lv).ravel(), per)
+        b = np.repeat((first_spine + sp).ravel(), per)
+        rows.append(np.stack([a, b], axis=1))
+        types.append(np.ones(a.size, np.int64))
+    elif t == 3:
+        pod_of_leaf = np.arange(n_leaves) // half
+        pods = int(pod_of_leaf.max()) + 1
+        n_spines = pods * u
+        # each leaf: one link to each of its pod's u aggregation switches
+        lv, j = np.meshgrid(np.arange(n_leaves), np.arange(u), indexing="ij")
+        agg = pod_of_leaf[lv] * u + j
+        rows.append(np.stack([(first_leaf + lv).ravel(), (first_spine + agg).ravel()], axis=1))
+        types.append(np.ones(lv.size, np.int64))
+        # core group j has c cores; aggregation j of each pod sends k/2 uplinks over them
+        c = _fewest_switches(pods * half, k, half)
+        n_cores = u * c
+        first_core = first_spine + n_spines
+        per = half // c
+        pod, j, q = np.meshgrid(np.arange(pods), np.arange(u), np.arange(c), indexing="ij")
+        a = np.repeat((first_spine + pod * u + j).ravel(), per)
+        b = np.repeat((first_core + j * c + q).ravel(), per)
+        rows.append(np.stack([a, b], axis=1))
+        types.append(np.full(a.size, 2, np.int64))
+    kind = np.concatenate([np.zeros(n, np.int64), np.ones(n_leaves, np.int64),
+                           np.full(n_spines, 2, np.int64), np.full(n_cores, 3, np.int64)])
+    return FabricGraph(design=design, kind=kind, edges=np.concatenate(rows),
+                       edge_type=np.concatenate(types), leaf_of=first_leaf + leaf_idx,
+                       pod_of_leaf=pod_of_leaf)
+
+
+def _fewest_switches(links: int, radix: int, per_source: int) -> int:
+    """Fewest upper switches taking ``links`` uplinks when each source spreads
+    ``per_source`` links evenly (a divisor of ``per_source``), ``radix`` ports each."""
+    for s in range(1, per_source + 1):
+        if per_source % s == 0 and s * radix >= links:
+            return s
+    raise ValueError(f"{links} uplinks do not fit on {per_source} switches of radix {radix}")
+
+
+@dataclass(frozen=True)
+class GraphCheck:
+    """What :func:`check_graph` measured on a built topology."""
+
+    switches_per_tier: dict[str, int]
+    links_per_tier: dict[str, int]
+    max_ports_used: int
+    connected: bool
+    diameter_links: int
+    bisection_links_worst: float
+    bisection_links_random: float
+
+
+def check_graph(graph: FabricGraph, seed: int = 0) -> GraphCheck:
+    """Measure a built topology: counts, port use, connectivity, diameter, bisection.
+
+    * diameter: the longest shortest path between two endpoints, in links, by
+      breadth-first search (every endpoint has one link, so searching from every leaf
+      over the switches is exact);
+    * bisection: maximum flow (Dinic's algorithm) from one half of the endpoints to the
+      other with every link carrying one port's rate each way, for the split by endpoint
+      order (whole leaves and pods on each side: the worst case) and for a random
+      balanced split.
+    """
+    kind, edges, etype = graph.kind, graph.edges, graph.edge_type
+    ports = np.bincount(edges.ravel(), minlength=kind.size)
+    switches = {name: int(np.sum(kind == i + 1)) for i, name in enumerate(TIER_NAMES)}
+    links = {name: int(np.sum(etype == i)) for i, name in enumerate(LINK_TYPES)}
+    n = int(np.sum(kind == 0))
+    # switch-only adjacency for the BFS
+    sw_edges = edges[etype > 0] - n
+    n_sw = kind.size - n
+    adj: list[list[int]] = [[] for _ in range(n_sw)]
+    for a, b in sw_edges.tolist():
+        adj[a].append(b)
+        adj[b].append(a)
+    leaves = np.unique(graph.leaf_of) - n
+    worst, connected = 0, True
+    for src in leaves.tolist():
+        dist = _bfs(adj, src)
+        reach = dist[leaves]
+        if np.any(reach < 0):
+            connected = False
+        worst = max(worst, int(reach.max()))
+    diameter = 2 + worst if n > 1 else 0
+    order = np.arange(n)
+    rng = np.random.default_rng(seed)
+    return GraphCheck(
+        switches_per_tier=switches, links_per_tier=links,
+        max_ports_used=int(ports[n:].max()) if n_sw else 0, connected=connected,
+        diameter_links=diameter,
+        bisection_links_worst=_split_flow(graph, order[: n // 2], order[n // 2: 2 * (n // 2)]),
+        bisection_links_random=_split_flow(graph, *np.split(rng.permutation(n)[: 2 * (n // 2)],
+                                                              2)))
+
+
+def _bfs(adj: list[list[int]], src: int) -> np.ndarray:
+    dist = np.full(len(adj), -1, dtype=np.int64)
+    dist[src] = 0
+    queue = deque([src])
+    while queue:
+        x = queue.popleft()
+        for y in adj[x]:
+            if dist[y] < 0:
+                dist[y] = dist[x] + 1
+                queue.append(y)
+    return dist
+
+
+def _split_flow(graph: FabricGraph, left: np.ndarray, right: np.ndarray) -> float:
+    """Max flow from the ``left`` endpoints to the ``right`` ones (unit capacity per link
+    and direction). Endpoints hang on one link each, so the source feeds each leaf as many
+    units as it has left endpoints, and each leaf drains its right endpoints to the sink."""
+    kind, edges, etype = graph.kind, graph.edges, graph.edge_type
+    n = int(np.sum(kind == 0))
+    n_sw = kind.size - n
+    src, sink = n_sw, n_sw + 1
+    cap: dict[tuple[int, int], int] = {}
+    for a, b in (edges[etype > 0] - n).tolist():
+        cap[(a, b)] = cap.get((a, b), 0) + 1
+        cap[(b, a)] = cap.get((b, a), 0) + 1
+    for side, (s, t) in ((left, (src, None)), (right, (None, sink))):
+        leaves, counts = np.unique(graph.leaf_of[side] - n, return_counts=True)
+        for leaf, c in zip(leaves.tolist(), counts.tolist(), strict=True):
+            key = (s, leaf) if s is not None else (leaf, t)
+            cap[key] = cap.get(key, 0) + c
+    return float(_dinic(n_sw + 2, cap, src, sink))
+
+
+def _dinic(n_nodes: int, cap: dict[tuple[int, int], int], s: int, t: int) -> int:
+    """Maximum flow by Dinic's algorithm (level graph + blocking flows)."""
+    head: list[list[int]] = [[] for _ in range(n_nodes)]
+    to: list[int] = []
+    res: list[int] = []
+    for (a, b), c in cap.items():
+        head[a].append(len(to))
+        to.append(b)
+        res.append(c)
+        head[b].append(len(to))
+        to.append(a)
+        res.append(0)
+    level = [-1] * n_nodes
+    it = [0] * n_nodes
+
+    def push(x: int, limit: int) -> int:
+        if x == t:
+            return limit
+        while it[x] < len(head[x]):
+            e = head[x][it[x]]
+            y = to[e]
+            if res[e] > 0 and level[y] == level[x] + 1:
+                got = push(y, min(limit, res[e]))
+                if got:
+                    res[e] -= got
+                    res[e ^ 1] += got
+                    return got
+            it[x] += 1
+        return 0
+
+    flow = 0
+    while True:
+        level[:] = [-1] * n_nodes
+        level[s] = 0
+        queue = deque([s])
+        while queue:
+            x = queue.popleft()
+            for e in head[x]:
+                if res[e] > 0 and level[to[e]] < 0:
+                    level[to[e]] = level[x] + 1
+                    queue.append(to[e])
+        if level[t] < 0:
+            return flow
+        it[:] = [0] * n_nodes
+        while True:
+            got = push(s, 1 << 60)
+            if not got:
+                break
+            flow += got
+
+
+# =========================================================================== traffic
+@dataclass(frozen=True)
+class LoadBalanceResult:
+    """Per-trial utilisation of ECMP and of spraying for the same offered load.
+
+    ``*_utilisation`` = served / offered (throughput); ``*_sync`` = the same for a
+    collective that waits for its slowest flow. ``max_path_load`` is the busiest path's
+    offered load over its capacity under ECMP (> 1: congested).
+    """
+
+    n_flows: int
+    n_paths: int
+    load: float
+    ecmp_utilisation: np.ndarray
+    ecmp_sync: np.ndarray
+    spray_utilisation: np.ndarray
+    max_path_load: np.ndarray
+
+    @property
+    def ecmp_mean(self) -> float:
+        """Mean ECMP throughput utilisation over the trials."""
+        return float(self.ecmp_utilisation.mean())
+
+    @property
+    def spray_mean(self) -> float:
+        """Mean spraying utilisation over the trials."""
+        return float(self.spray_utilisation.mean())
+
+    @property
+    def ecmp_sync_mean(self) -> float:
+        """Mean ECMP utilisation when the slowest flow decides (a collective)."""
+        return float(self.ecmp_sync.mean())
+
+
+def simulate_load_balance(n_flows: int, n_paths: int, *, load: float = 1.0,
+                          path_slowdown: float = 0.0, trials: int = 2000,
+                          seed: int = 0) -> LoadBalanceResult:
+    """ECMP against spraying, in a fluid model, for ``trials`` random draws (seeded).
+
+    Model (stated, simple):
+
+    * ``n_paths`` equal-cost paths or planes, each of capacity ``c_j = 1 − ε_j`` with
+      ``ε_j`` uniform in ``[0, path_slowdown]`` per trial (a path slowed by other traffic,
+      pauses or retransmissions; 0 gives identical paths);
+    * ``n_flows`` equal long flows offer ``load × n_paths`` in total (load 1 = the NIC's
+      full rate over all paths);
+    * **ECMP** hashes each flow to a uniformly random path (Hopps 2000, RFC 2992); flows
+      sharing a path split it fairly: path ``j`` serves ``min(c_j, n_j · rate)``;
+      throughput = Σ served / offered; a collective's rate is set by its slowest flow,
+      ``min_j c_j / n_j``;
+    * **spraying** sends every flow's packets over all paths, each to the next path with
+      room (credit-based round-robin), so the paths act as one pipe: served
+      ``min(Σ c_j, offered)``.
+
+    Spraying is never worse: Σ_j min(c_j, n_j·rate) <= min(Σ c_j, Σ n_j·rate). Results lie
+    in [0, 1] and repeat exactly for a seed. Packet reordering, the price of spraying, is
+    :func:`simulate_reordering`'s subject.
+    """
+    f = check_int("n_flows", n_flows)
+    e = check_int("n_paths", n_paths)
+    ld = check_range("load", load, 0.0, 1.0)
+    if ld == 0:
+        raise ValueError("load must be a number > 0 and <= 1, got 0")
+    slow = check_range("path_slowdown", path_slowdown, 0.0, 0.99)
+    n_trials = check_int("trials", trials)
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    path = rng.integers(0, e, size=(n_trials, f))
+    capacity = 1.0 - rng.uniform(0.0, slow, size=(n_trials, e)) if slow > 0 else \
+        np.ones((n_trials, e))
+    counts = np.zeros((n_trials, e))
+    np.add.at(counts, (np.arange(n_trials)[:, None], path), 1.0)
+    rate = ld * e / f
+    offered = ld * e
+    served = np.minimum(capacity, counts * rate).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        share = np.where(counts > 0, capacity / np.where(counts > 0, counts, 1.0), np.inf)
+    sync = np.minimum(1.0, share.min(axis=1) / rate)
+    spray = np.minimum(1.0, capacity.sum(axis=1) / offered)
+    return LoadBalanceResult(n_flows=f, n_paths=e, load=ld,
+                             ecmp_utilisation=np.minimum(1.0, served / offered),
+                             ecmp_sync=sync, spray_utilisation=spray,
+                             max_path_load=(counts * rate / capacity).max(axis=1))
+
+
+def load_balance_sweep(n_flows: Sequence[int], n_paths: Sequence[int], *, load: float = 1.0,
+                       path_slowdown: float = 0.0, trials: int = 1000,
+                       seed: int = 0) -> dict[str, np.ndarray]:
+    """Mean utilisations over a grid: arrays of shape ``(len(n_paths), len(n_flows))``.
+
+    Keys ``ecmp``, ``ecmp_sync``, ``spray``. Each cell is one call of
+    :func:`simulate_load_balance` with the same seed.
+    """
+    flows = [check_int("n_flows", x) for x in n_flows]
+    paths = [check_int("n_paths", x) for x in n_paths]
+    out = {key: np.zeros((len(paths), len(flows))) for key in ("ecmp", "ecmp_sync", "spray")}
+    for i, e in enumerate(paths):
+        for j, f in enumerate(flows):
+            r = simulate_load_balance(f, e, load=load, path_slowdown=path_slowdown,
+                                      trials=trials, seed=seed)
+            out["ecmp"][i, j] = r.ecmp_mean
+            out["ecmp_sync"][i, j] = r.ecmp_sync_mean
+            out["spray"][i, j] = r.spray_mean
+    return out
+
+
+@dataclass(frozen=True)
+class ReorderResult:
+    """What a receiver of a sprayed stream needed: its reorder buffer, and the bound."""
+
+    buffer_bytes: float
+    bound_bytes: float
+    out_of_order_fraction: float
+    delivery_utilisation: float
+
+
+def reorder_buffer_bytes(rate_gbps: float, skew_s: float) -> float:
+    """Bytes a receiver holds while waiting for the slowest path: ``rate × skew``.
+
+    While the packet on the slowest path is in flight, the faster paths keep delivering
+    at up to the stream's full rate; nothing can be handed on in order until it lands.
+    """
+    rate = check_positive("rate_gbps", rate_gbps)
+    skew = check_positive("skew_s", skew_s, allow_zero=True)
+    return units.gbps_to_gbytes_s(rate) * 1e9 * skew
+
+
+def simulate_reordering(n_paths: int, *, rate_gbps: float = 800.0, packet_bytes: int = 4096,
+                        n_packets: int = 20_000, skew_us: float = 2.0,
+                        jitter_us: float = 0.5, seed: int = 0) -> ReorderResult:
+    """One stream sprayed round-robin over ``n_paths``, reassembled in order (seeded).
+
+    Packets leave back to back at ``rate_gbps`` in total, packet ``i`` on path
+    ``i mod n_paths``. Each path has a fixed extra delay, uniform in ``[0, skew_us]``
+    (different lengths and queues), and each packet a further uniform ``[0, jitter_us]``;
+    a path delivers in order (first in, first out). The receiver hands packets on in
+    sequence; a packet that arrives early waits in the reorder buffer. Returns the most
+    bytes ever held, against the bound ``rate × (skew + jitter)`` of
+    :func:`reorder_buffer_bytes`, the share of packets that had to wait, and the delivery
+    utilisation (ideal time over actual time to hand on the whole stream).
+    """
+    e = check_int("n_paths", n_paths)
+    rate = check_positive("rate_gbps", rate_gbps)
+    size = check_int("packet_bytes", packet_bytes)
+    m = check_int("n_packets", n_packets, minimum=e)
+    skew = check_positive("skew_us", skew_us, allow_zero=True) * 1e-6
+    jitter = check_positive("jitter_us", jitter_us, allow_zero=True) * 1e-6
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    t_pkt = size / (units.gbps_to_gbytes_s(rate) * 1e9)
+    m -= m % e
+    send = np.arange(m) * t_pkt
+    path_delay = rng.uniform(0.0, skew, size=e)
+    arrive = (send + np.tile(path_delay, m // e) + rng.uniform(0.0, jitter, size=m))
+    arrive = np.maximum.accumulate(arrive.reshape(-1, e), axis=0).ravel()  # FIFO per path
+    deliver = np.maximum.accumulate(arrive)
+    start, end = np.sort(arrive), np.sort(deliver)
+    held = np.arange(1, m + 1) - np.searchsorted(end, start, side="right")
+    ideal = m * t_pkt
+    actual = deliver[-1] - deliver[0] + t_pkt
+    return ReorderResult(buffer_bytes=float(max(held.max(), 0) * size),
+                         bound_bytes=reorder_buffer_bytes(rate, skew + jitter) + size,
+                         out_of_order_fraction=float(np.mean(deliver > arrive)),
+                         delivery_utilisation=float(min(1.0, ideal / actual)))
+
+
+# =========================================================================== transports
+@dataclass(frozen=True)
+class TransportMeasurement(_Entry):
+    """A published measurement of a transport's latency or CPU cost (``data/transports.toml``)."""
+
+    name: str = _f("", "short name of the measurement")
+    transport: str = _f("", "'InfiniBand', 'RoCE v2', 'kernel TCP' or 'kernel-bypass'")
+    metric: str = _f("", "what was measured, e.g. 'one-way latency'")
+    value: float = _f("", "the figure, in `unit`")
+    unit: str = _f("", "'us', 'Gb/s per core', 'million messages/s per core'")
+    conditions: str = _f("", "message size, hardware, load: what the figure depends on")
+    year: int = _f("year", "year of publication")
+    source: str = _f("", "where the figure was published")
+
+
+@functools.cache
+def _transports() -> dict[str, TransportMeasurement]:
+    return load_entries(DATA_DIR / "transports.toml", "measurement", TransportMeasurement)
+
+
+def transport_measurements(transport: str | None = None) -> list[TransportMeasurement]:
+    """Published RDMA / TCP measurements, optionally of one transport, in file order."""
+    found = list(_transports().values())
+    if transport is None:
+        return found
+    check_choice("transport", transport, sorted({m.transport for m in found}))
+    return [m for m in found if m.transport == transport]
+
+
+def fabric_alpha(link, design: ClosDesign | MultiPlaneDesign | None = None,
+                 switch_latency_ns: float = DEFAULT_SWITCH_LATENCY_NS,
+                 lengths_m: Mapping[str, float] | None = None) -> collectives.AlphaBeta:
+    """α and B of one step across a fabric: the transport's end-to-end latency (catalog
+    ``latency_us``: NIC, software and one switch) plus the fabric's extra switches and cable.
+
+    ``link`` is a catalog link (``"InfiniBand NDR"``, ``"TCP/IP 400GbE"``). With a
+    ``design`` the worst-case path adds ``(hops − 1) × switch_latency_ns`` and its
+    propagation delay (:meth:`ClosDesign.worst_case_latency_s`).
+    """
+    spec = catalog.link(link)
+    extra = 0.0
+    if design is not None:
+        path = design.worst_case_latency_s(switch_latency_ns, lengths_m)
+        extra = path - units.ns_to_seconds(switch_latency_ns)
+    return collectives.AlphaBeta(spec.latency_s + max(extra, 0.0), spec.bandwidth_bytes_s)
+
+
+def collective_latency_term(op: str, n: int, link,
+                            design: ClosDesign | MultiPlaneDesign | None = None,
+                            algorithm: str = "ring",
+                            switch_latency_ns: float = DEFAULT_SWITCH_LATENCY_NS) -> float:
+    """The latency term ``steps × α`` of a collective over ``link`` across ``design``, seconds.
+
+    The α-β time of a zero-byte collective (:func:`scaleout.collectives.collective_time`)
+    with α from :func:`fabric_alpha`: a ring all-reduce of n GPUs pays ``2(n−1)·α``.
+    """
+    return float(collectives.collective_time(
+        op, 0.0, n, fabric_alpha(link, design, switch_latency_ns), algorithm))
+
+
+
+
