@@ -484,8 +484,7 @@ def size_fabric(n_endpoints: int, radix: int, port_gbps: float = 400.0,
     speed = check_positive("port_gbps", port_gbps)
     n = check_int("n_endpoints", n_endpoints)
     r = check_positive("oversubscription", oversubscription)
-    if r < 1:
-        leaf_split(k, r)  # raises with the message
+    leaf_split(k, r)  # a ratio the leaf cannot take is an error even where one tier suffices
     if tiers is not None:
         t = _check_tiers(tiers)
         top = max_endpoints(k, t, r)

@@ -1,0 +1,307 @@
+"""Clos fabrics: closed forms against the published ones and against the wired graph."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scaleout import catalog, collectives, fabric
+
+# (radix, tiers, oversubscription) that the graph is built for; k <= 16 keeps it fast
+GRAPH_CASES = [(k, t, 1) for k in (2, 4, 6, 8, 12, 16) for t in (1, 2, 3)] + [
+    (8, 2, 3), (8, 3, 3), (8, 3, 7), (12, 2, 2), (12, 3, 2), (16, 2, 3), (16, 3, 3), (6, 3, 2),
+]
+
+
+# ------------------------------------------------------------------ closed forms
+def test_max_endpoints_published_figures() -> None:
+    assert fabric.max_endpoints(64, 1) == 64
+    assert fabric.max_endpoints(64, 2) == 2_048
+    assert fabric.max_endpoints(64, 3) == 65_536
+    assert fabric.max_endpoints(512, 2) == 131_072  # radix 512: two tiers reach ~131k
+
+
+@pytest.mark.parametrize("k", [2, 4, 8, 16, 32, 48, 64, 128, 256, 512])
+def test_k_squared_over_two_and_k_cubed_over_four(k: int) -> None:
+    assert fabric.max_endpoints(k, 2) == k * k // 2
+    assert fabric.max_endpoints(k, 3) == k**3 // 4
+
+
+def test_max_endpoints_takes_an_array_of_radixes() -> None:
+    ks = np.array([16, 64, 512])
+    np.testing.assert_array_equal(fabric.max_endpoints(ks, 2), ks**2 // 2)
+    np.testing.assert_array_equal(fabric.max_endpoints(ks, 3), ks**3 // 4)
+
+
+@pytest.mark.parametrize("k", [4, 8, 16, 48, 64])
+def test_full_fat_tree_switch_counts_of_al_fares(k: int) -> None:
+    """k pods of k/2 edge + k/2 aggregation switches, (k/2)^2 cores: 5k^2/4 in all."""
+    d = fabric.size_fabric(k**3 // 4, k, tiers=3)
+    assert d.switches_per_tier == {"leaf": k * k // 2, "spine": k * k // 2, "core": (k // 2) ** 2}
+    assert d.switches == 5 * k * k // 4 and d.pods == k
+    assert d.links_per_tier == {"endpoint-leaf": k**3 // 4, "leaf-spine": k**3 // 4,
+                                "spine-core": k**3 // 4}
+
+
+@pytest.mark.parametrize("k", [4, 16, 64, 512])
+def test_full_leaf_spine_counts(k: int) -> None:
+    d = fabric.size_fabric(k * k // 2, k, tiers=2)
+    assert (d.leaves, d.spines, d.cores) == (k, k // 2, 0)
+    assert d.links_per_tier == {"endpoint-leaf": k * k // 2, "leaf-spine": k * k // 2,
+                                "spine-core": 0}
+
+
+def test_oversubscription_splits_the_leaf() -> None:
+    assert fabric.leaf_split(64, 1) == (32, 32)
+    assert fabric.leaf_split(64, 3) == (48, 16)
+    assert fabric.max_endpoints(64, 2, 3) == 64 * 48
+    assert fabric.max_endpoints(64, 3, 3) == 64 * 64 * 48 // 2
+    d = fabric.size_fabric(3072, 64, 400, oversubscription=3, tiers=2)
+    assert (d.leaves, d.spines) == (64, 16)
+    assert math.isclose(d.bisection_gbps, 3072 / 2 * 400 / 3)
+
+
+def test_bisection_is_per_direction_and_bidir_doubles_it() -> None:
+    d = fabric.size_fabric(2048, 64, 400)
+    assert d.bisection_gbps == 1024 * 400
+    assert d.bisection_gbps_bidir == 2 * d.bisection_gbps
+
+
+def test_fewest_tiers_are_chosen() -> None:
+    assert fabric.size_fabric(64, 64).tiers == 1
+    assert fabric.size_fabric(65, 64).tiers == 2
+    assert fabric.size_fabric(2048, 64).tiers == 2
+    assert fabric.size_fabric(2049, 64).tiers == 3
+    assert fabric.size_fabric(131_072, 512).tiers == 2
+
+
+def test_partial_two_tier_uses_fewer_spines_with_parallel_links() -> None:
+    d = fabric.size_fabric(100, 64)  # 4 leaves of 32 ports down, 32 up
+    assert (d.leaves, d.spines) == (4, 2)  # 4 x 32 uplinks fill two 64-port spines
+    assert d.links_leaf_spine == 4 * 32
+
+
+def test_hops_and_latency() -> None:
+    assert [fabric.size_fabric(n, 8).worst_case_switch_hops for n in (8, 32, 128)] == [1, 3, 5]
+    d = fabric.size_fabric(2048, 64)
+    lengths = {"endpoint-leaf": 3.0, "leaf-spine": 30.0}
+    expected_ns = 3 * 500 + 2 * (3 + 30) * fabric.FIBRE_NS_PER_M
+    assert math.isclose(d.worst_case_latency_s(500, lengths) * 1e9, expected_ns)
+
+
+def test_transceivers_and_link_groups() -> None:
+    d = fabric.size_fabric(2048, 64, 400)
+    assert d.transceivers() == {"endpoint-leaf": 0, "leaf-spine": 4096, "spine-core": 0}
+    assert d.transceivers(copper_max_m=0)["endpoint-leaf"] == 2 * 2048
+    groups = d.link_groups(endpoint_leaf_m=5)
+    assert [(g.name, g.count, g.length_m, g.gbps) for g in groups] == [
+        ("endpoint-leaf", 2048, 5, 400), ("leaf-spine", 2048, 30.0, 400)]
+    assert sum(g.count for g in groups) == d.links
+
+
+def test_link_groups_feed_the_optics_bill() -> None:
+    optics = pytest.importorskip("scaleout.optics")
+    d = fabric.size_fabric(131_072, 512, 400)
+    bill = optics.fabric_bill(d.link_groups())
+    assert bill.links == d.links
+
+
+# ------------------------------------------------------------------ planes and rails
+def test_multiplane_on_a_fixed_chip_multiplies_two_tier_reach_by_planes_squared() -> None:
+    """A 51.2 Tb/s chip with 800G NICs: 1, 2, 4, 8 planes give radix 64P, 2,048 P^2 NICs."""
+    for p in (1, 2, 4, 8):
+        k = fabric.radix_at(51_200, 800 / p)
+        assert k == 64 * p
+        assert fabric.max_endpoints(k, 2) == 2_048 * p * p
+
+
+def test_four_200g_planes_of_radix_512_serve_131072_nics_in_two_tiers() -> None:
+    m = fabric.size_multiplane(131_072, 800, 4, switch_gbps=102_400)
+    assert m.plane.radix == 512 and m.plane.tiers == 2 and m.plane.port_gbps == 200
+    assert m.nic_gbps == 800 and m.endpoints == 131_072
+    assert m.switches == 4 * (512 + 256)
+    assert m.links_per_tier == {t: 4 * n for t, n in m.plane.links_per_tier.items()}
+    assert [g.count for g in m.link_groups()] == [4 * 131_072, 4 * 131_072]
+    assert m.bisection_gbps == 4 * m.plane.bisection_gbps
+    one_plane = fabric.size_multiplane(131_072, 800, 1, switch_gbps=102_400)
+    assert one_plane.plane.radix == 128 and one_plane.plane.tiers == 3
+
+
+def test_switch_catalog_radixes() -> None:
+    assert fabric.switch_chip("Tomahawk 6").radix(200) == 512
+    assert fabric.switch_chip("TH5").radix(800) == 64
+    assert fabric.switch_chip("Quantum-2").radix(400) == 64
+    assert fabric.radix_at(51_200, 100) == 512
+    assert all(chip.source for chip in fabric.switch_chips())
+
+
+def test_rail_layout_counts() -> None:
+    r = fabric.rail_layout(32, 8, 64)  # one scalable unit: 32 nodes, 8 rails
+    assert (r.groups, r.leaves, r.spines) == (1, 8, 4)
+    assert r.same_rail_one_hop and math.isclose(r.one_hop_fraction, 31 / (31 * 8))
+    assert r.rail_only.switches == 8  # each rail one switch, no spines
+    r2 = fabric.rail_layout(64, 8, 64)
+    assert (r2.groups, r2.leaves) == (2, 16) and not r2.same_rail_one_hop
+    with pytest.raises(ValueError, match="rail-optimised two-tier fabric serves at most 256"):
+        fabric.rail_layout(300, 8, 64)
+
+
+# ------------------------------------------------------------------ the built graph
+def _cases_with_sizes():
+    for k, t, r in GRAPH_CASES:
+        top = fabric.max_endpoints(k, t, r)
+        for n in sorted({1, 2, max(1, top // 3), top // 2 + 1, top - 1, top}):
+            yield pytest.param(k, t, r, n, id=f"k{k}-t{t}-r{r}-n{n}")
+
+
+@pytest.mark.parametrize(("k", "t", "r", "n"), list(_cases_with_sizes()))
+def test_closed_forms_match_the_built_graph(k: int, t: int, r: float, n: int) -> None:
+    d = fabric.size_fabric(n, k, 100, oversubscription=r, tiers=t)
+    g = fabric.check_graph(fabric.build_graph(d), seed=n)
+    assert g.switches_per_tier == d.switches_per_tier
+    assert g.links_per_tier == d.links_per_tier
+    assert g.max_ports_used <= k, "a switch uses more ports than it has"
+    assert g.connected
+    assert g.diameter_links == (d.worst_case_switch_hops + 1 if n > 1 else 0)
+    # the bisection closed form is the worst balanced split: exact when halves are whole
+    # leaves or pods (full fabrics), a lower bound otherwise; a random split never does worse
+    assert g.bisection_links_worst >= d.bisection_links - 1e-9
+    assert g.bisection_links_random >= d.bisection_links - 1e-9
+    if n == fabric.max_endpoints(k, t, r) and n > 1:
+        assert g.bisection_links_worst == pytest.approx(d.bisection_links)
+
+
+def test_k16_three_tier_graph() -> None:
+    d = fabric.size_fabric(1024, 16, tiers=3)
+    g = fabric.check_graph(fabric.build_graph(d))
+    assert g.switches_per_tier == {"leaf": 128, "spine": 128, "core": 64}
+    assert g.diameter_links == 6 and g.bisection_links_worst == 512
+
+
+# ------------------------------------------------------------------ sweeps
+def test_sweep_matches_one_design_at_a_time() -> None:
+    ns = np.array([1, 10, 64, 65, 700, 2048, 2049, 30_000, 65_536])
+    sw = fabric.fabric_sweep(ns, 64, 400, planes=2)
+    for i, n in enumerate(ns):
+        d = fabric.size_fabric(int(n), 64, 400)
+        assert sw.tiers[i] == d.tiers
+        assert sw.switches[i] == 2 * d.switches and sw.links[i] == 2 * d.links
+        assert sw.transceivers[i] == 2 * sum(d.transceivers().values())
+        assert sw.bisection_gbps[i] == pytest.approx(2 * d.bisection_gbps)
+        assert sw.switch_hops[i] == d.worst_case_switch_hops
+
+
+# ------------------------------------------------------------------ traffic
+def test_ecmp_matches_the_expected_share_of_busy_paths() -> None:
+    """F = E flows at full load on identical paths: utilisation = 1 - (1 - 1/E)^E on average."""
+    for e in (2, 4, 8):
+        r = fabric.simulate_load_balance(e, e, trials=20_000, seed=3)
+        assert r.ecmp_mean == pytest.approx(1 - (1 - 1 / e) ** e, abs=0.01)
+        assert r.spray_mean == 1.0
+
+
+def test_spraying_is_deterministic_bounded_and_never_worse() -> None:
+    for f in (1, 3, 8, 64):
+        for e in (1, 2, 4, 8):
+            for load in (0.3, 1.0):
+                for slow in (0.0, 0.2):
+                    a = fabric.simulate_load_balance(f, e, load=load, path_slowdown=slow,
+                                                     trials=300, seed=11)
+                    b = fabric.simulate_load_balance(f, e, load=load, path_slowdown=slow,
+                                                     trials=300, seed=11)
+                    for x, y in ((a.ecmp_utilisation, b.ecmp_utilisation),
+                                 (a.spray_utilisation, b.spray_utilisation)):
+                        np.testing.assert_array_equal(x, y)
+                    for u in (a.ecmp_utilisation, a.ecmp_sync, a.spray_utilisation):
+                        assert np.all((u >= 0) & (u <= 1))
+                    assert np.all(a.spray_utilisation >= a.ecmp_utilisation - 1e-12)
+                    assert np.all(a.ecmp_utilisation >= a.ecmp_sync - 1e-12)
+    c = fabric.simulate_load_balance(4, 4, trials=300, seed=12)
+    assert not np.array_equal(c.ecmp_utilisation,
+                              fabric.simulate_load_balance(4, 4, trials=300, seed=11)
+                              .ecmp_utilisation)
+
+
+def test_spraying_above_95_percent_with_five_percent_mean_slowdown() -> None:
+    r = fabric.simulate_load_balance(8, 4, path_slowdown=0.1, trials=5000, seed=0)
+    assert r.spray_mean == pytest.approx(0.95, abs=0.005)  # 1 - mean slowdown
+    assert r.ecmp_mean < r.spray_mean
+
+
+def test_sweep_grid_shape() -> None:
+    s = fabric.load_balance_sweep([1, 4, 16], [1, 2, 8], trials=200)
+    assert s["ecmp"].shape == (3, 3)
+    np.testing.assert_allclose(s["ecmp"][0], 1.0)  # one path: nothing to collide
+    assert np.all(s["spray"] >= s["ecmp"])
+
+
+def test_reordering_buffer() -> None:
+    none = fabric.simulate_reordering(4, skew_us=0, jitter_us=0)
+    assert none.buffer_bytes == 0 and none.out_of_order_fraction == 0
+    small = fabric.simulate_reordering(4, skew_us=0.5, jitter_us=0.1, seed=1)
+    big = fabric.simulate_reordering(4, skew_us=5, jitter_us=0.1, seed=1)
+    assert 0 < small.buffer_bytes < big.buffer_bytes <= big.bound_bytes
+    assert big == fabric.simulate_reordering(4, skew_us=5, jitter_us=0.1, seed=1)
+    assert fabric.reorder_buffer_bytes(800, 1e-6) == pytest.approx(100e3)  # 100 GB/s x 1 us
+
+
+# ------------------------------------------------------------------ RDMA against TCP
+def test_catalog_latencies_sit_inside_the_measurements() -> None:
+    ib = [m.value for m in fabric.transport_measurements("InfiniBand")
+          if m.metric.startswith("one-way")]
+    assert min(ib) <= catalog.link("InfiniBand NDR").latency_us <= 5 * max(ib)
+    assert catalog.link("RoCE v2 400GbE").latency_us >= min(ib)
+    tcp_core = next(m for m in fabric.transport_measurements("kernel TCP")
+                    if m.unit == "Gb/s per core")
+    # one 3-4 GHz core per ~40 Gb/s: the catalog's GHz per Gb/s within a factor of two
+    per_gbps = 3.5 / tcp_core.value
+    assert per_gbps / 2 <= catalog.link("TCP/IP 400GbE").cpu_ghz_per_gbps <= 2 * per_gbps
+    p99 = {m.transport: m.value for m in fabric.transport_measurements() if "p99" in m.name}
+    assert p99["kernel TCP"] > p99["RoCE v2"]
+
+
+def test_fabric_alpha_adds_the_path() -> None:
+    d = fabric.size_fabric(65_536, 64, tiers=3)
+    ab = fabric.fabric_alpha("InfiniBand NDR", d, switch_latency_ns=100)
+    path = d.worst_case_latency_s(100) - 100e-9
+    assert ab.latency_s == pytest.approx(catalog.link("InfiniBand NDR").latency_s + path)
+    term = fabric.collective_latency_term("all_reduce", 1000, "InfiniBand NDR", d,
+                                          switch_latency_ns=100)
+    assert term == pytest.approx(2 * 999 * ab.latency_s)
+    assert term == pytest.approx(collectives.collective_time("all_reduce", 0.0, 1000, ab))
+    assert fabric.fabric_alpha("TCP/IP 400GbE").latency_s > ab.latency_s
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: fabric.size_fabric(10, 7), "radix must be an even whole number >= 2"),
+    (lambda: fabric.size_fabric(10, 0), "radix must be a whole number >= 2"),
+    (lambda: fabric.size_fabric(10, 1), "radix must be a whole number >= 2"),
+    (lambda: fabric.size_fabric(70_000, 64), r"n_endpoints=70,000 .* \(65,536 at"),
+    (lambda: fabric.size_fabric(3_000, 64, tiers=2), r"2 tiers of radix-64 .* \(2,048 at"),
+    (lambda: fabric.size_fabric(0, 64), "n_endpoints must be a whole number >= 1"),
+    (lambda: fabric.size_fabric(10, 64, oversubscription=2), "whole ratios for radix 64: 1, 3"),
+    (lambda: fabric.size_fabric(10, 64, oversubscription=0.5), "oversubscription must be >= 1"),
+    (lambda: fabric.size_fabric(10, 64, tiers=4), "tiers must be one of 1, 2, 3"),
+    (lambda: fabric.size_multiplane(10, 800, 4), "give exactly one of switch_gbps"),
+    (lambda: fabric.radix_at(400, 800), "fewer than 2 ports"),
+    (lambda: fabric.fabric_sweep([10, 100_000], 64), r"n_endpoints=100,000"),
+    (lambda: fabric.simulate_load_balance(0, 4), "n_flows must be a whole number >= 1"),
+    (lambda: fabric.simulate_load_balance(4, 4, load=1.5), "load must be a number"),
+    (lambda: fabric.switch_chip("Tomahwk 6"), "did you mean"),
+    (lambda: fabric.transport_measurements("UDP"), "transport must be one of"),
+    (lambda: fabric.size_fabric(100, 64).worst_case_latency_s(lengths_m={"leaf-spine": -1}),
+     "length of leaf-spine links"),
+])
+def test_bad_input_is_a_clear_value_error(call, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_malformed_switch_entry_names_the_field(tmp_path) -> None:
+    path = tmp_path / "switches.toml"
+    path.write_text('[[switch]]\nname = "x"\nvendor = "v"\nfamily = "Ethernet"\n'
+                    'ports = [64, 32]\nport_gbps = [800]\nyear = 2024\nsource = "s"\n')
+    with pytest.raises(ValueError, match=r"switches.toml: \[\[switch\]\] entry 1 \('x'\)"):
+        catalog.load_entries(path, "switch", fabric.SwitchChip)
