@@ -491,7 +491,8 @@ def size_fabric(n_endpoints: int, radix: int, port_gbps: float = 400.0,
         if n > top:
             raise ValueError(f"n_endpoints={n:,} is more than {t} tier{'s' * (t > 1)} of "
                              f"radix-{k} switches serve ({top:,} at oversubscription "
-                             f"{r:g}:1); use more tiers, a larger radix or more planes")
+                             f"{r:g}:1); use more tiers or a larger radix (slower ports on more "
+                             "planes give one)")
         return _design(n, k, speed, t, r)
     top_tiers = check_int("max_tiers", max_tiers, minimum=1, maximum=3)
     for t in TIERS[:top_tiers]:
@@ -500,7 +501,8 @@ def size_fabric(n_endpoints: int, radix: int, port_gbps: float = 400.0,
     top = max_endpoints(k, top_tiers, r)
     raise ValueError(f"n_endpoints={n:,} is more than {top_tiers} tier"
                      f"{'s' * (top_tiers > 1)} of radix-{k} switches serve ({top:,} at "
-                     f"oversubscription {r:g}:1); use a larger radix or more planes")
+                     f"oversubscription {r:g}:1); use a larger radix (slower ports on more "
+                     "planes give one)")
 
 
 # =========================================================================== planes

@@ -7,6 +7,7 @@ a widget can redraw the same figure on every event. Figures are built with
 
 from __future__ import annotations
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -20,9 +21,11 @@ __all__ = [
     "MEMORY_COLORS",
     "OTHER_LINK_COLORS",
     "PIPELINE_COLORS",
+    "PLANE_COLORS",
     "TIME_COLORS",
     "WALK_COLORS",
     "bubble_curves",
+    "clos_diagram",
     "dp_timeline",
     "holding_bars_svg",
     "labelled_hbars",
@@ -437,5 +440,48 @@ def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str
         ax.axhline(line, color="black", linestyle="--", linewidth=1, label=line_label or None)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=9, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+#: One colour per plane of a multi-plane fabric (drawn in this order).
+PLANE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
+
+
+def clos_diagram(ax: Axes, graph, planes: int = 1, title: str = "") -> None:
+    """A built Clos topology (:func:`scaleout.fabric.build_graph`) drawn tier by tier.
+
+    Endpoints sit at the bottom, then leaves, spines and cores. With ``planes`` > 1 the
+    same plane is drawn again, shifted up and right in its own colour, every endpoint
+    joining each plane with one link: a multi-plane fabric. Drawing only.
+    """
+    from matplotlib.collections import LineCollection
+
+    kind, edges = graph.kind, graph.edges
+    n_tiers = int(kind.max())
+    x = np.zeros(kind.size)
+    for level in range(n_tiers + 1):
+        idx = np.flatnonzero(kind == level)
+        x[idx] = (np.arange(idx.size) + 0.5) / idx.size
+    for p in range(planes - 1, -1, -1):
+        color = PLANE_COLORS[p % len(PLANE_COLORS)]
+        dx, dy = 0.025 * p, 0.28 * p
+        px = np.where(kind > 0, x + dx, x)
+        py = np.where(kind > 0, kind + dy, 0.0)
+        segments = np.stack([np.stack([px[edges[:, 0]], py[edges[:, 0]]], axis=1),
+                             np.stack([px[edges[:, 1]], py[edges[:, 1]]], axis=1)], axis=1)
+        ax.add_collection(LineCollection(segments, colors=color, linewidths=0.8, alpha=0.55))
+        sw = kind > 0
+        ax.scatter(px[sw], py[sw], s=70, marker="s", color=color, edgecolors="black",
+                   linewidths=0.5, zorder=3, label=f"plane {p + 1}" if planes > 1 else None)
+    ep = kind == 0
+    ax.scatter(x[ep], np.zeros(ep.sum()), s=30, color="#444444", zorder=4)
+    names = ["endpoints (GPU ports)", "leaf", "spine", "core"]
+    for level in range(n_tiers + 1):
+        ax.text(-0.02, level, names[level], ha="right", va="center", fontsize=9)
+    ax.set(xlim=(-0.3, 1.08), ylim=(-0.4, n_tiers + 0.28 * (planes - 1) + 0.5))
+    ax.set_axis_off()
+    if planes > 1:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     if title:
         ax.set_title(title, fontsize=11)

@@ -1,0 +1,174 @@
+"""Fabric explorers (notebook 09): a Clos fabric's bill of switches, links and optics, and
+ECMP against spraying. Every number comes from :mod:`scaleout.fabric`; charts are SVG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as W
+import numpy as np
+
+from .. import fabric, svgchart
+from .common import Explorer
+from .scale_up import html_table
+
+__all__ = ["PORT_SPEEDS_GBPS", "TIER_COLORS", "FabricExplorer", "LoadBalanceExplorer"]
+
+#: Per-port speeds offered by the explorer, Gb/s.
+PORT_SPEEDS_GBPS = (100, 200, 400, 800, 1600)
+#: One colour per tier: its switches and the links that climb to it.
+TIER_COLORS = {"tier 1 (leaf)": "#1f77b4", "tier 2 (spine)": "#ff7f0e",
+               "tier 3 (core)": "#2ca02c"}
+_TIER_KEYS = tuple(TIER_COLORS)
+_WIDE = {"style": {"description_width": "110px"}, "layout": W.Layout(width="300px")}
+_SERIES = {"switches": "#1f77b4", "transceivers": "#d62728", "links": "#7f7f7f"}
+
+
+class FabricExplorer(Explorer):
+    """Radix, port speed, tiers, oversubscription, planes and GPUs → the fabric's bill.
+
+    Controls: ``radix`` (ports per switch, even), ``port_gbps`` (per port, each plane),
+    ``tiers`` (0 = the fewest that serve the GPUs, else 1, 2 or 3), ``oversubscription``
+    (leaf downlinks : uplinks), ``planes`` (one NIC port per plane) and ``n_gpus``.
+    ``result`` is a dict with the :class:`scaleout.fabric.MultiPlaneDesign` (``design``),
+    its ``transceivers`` and ``latency_s``, and the ``sweep`` drawn
+    (:class:`scaleout.fabric.FabricSweep` over GPU counts up to the tiers' maximum).
+    """
+
+    title = "A Clos fabric: switches, links, optics and bisection"
+    image_format = "svg+xml"
+
+    def _build_controls(self) -> dict[str, W.ValueWidget]:
+        return {
+            "radix": W.BoundedIntText(value=64, min=0, max=4096, description="radix k",
+                                      **_WIDE),
+            "port_gbps": W.Dropdown(options=list(PORT_SPEEDS_GBPS), value=400,
+                                    description="port Gb/s", **_WIDE),
+            "tiers": W.Dropdown(options=[("fewest", 0), ("1", 1), ("2", 2), ("3", 3)], value=0,
+                                description="tiers", **_WIDE),
+            "oversubscription": W.BoundedFloatText(value=1.0, min=0.0, max=1000.0,
+                                                   description="oversub. r:1", **_WIDE),
+            "planes": W.IntSlider(value=1, min=1, max=8, continuous_update=False,
+                                  description="planes", **_WIDE),
+            "n_gpus": W.BoundedIntText(value=2048, min=0, max=100_000_000,
+                                       description="GPUs", **_WIDE),
+        }
+
+    # -- library calls only ----------------------------------------------------------------
+    def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:
+        tiers = v["tiers"] or None
+        planes = v["planes"]
+        design = fabric.size_multiplane(v["n_gpus"], v["port_gbps"] * planes, planes,
+                                        radix=v["radix"], oversubscription=v["oversubscription"],
+                                        tiers=tiers)
+        top = fabric.max_endpoints(design.plane.radix, tiers or 3, v["oversubscription"])
+        grid = np.unique(np.round(np.geomspace(1, top, 48)).astype(np.int64))
+        sweep = fabric.fabric_sweep(grid, design.plane.radix, v["port_gbps"],
+                                    v["oversubscription"], planes=planes, tiers=tiers)
+        return {"design": design, "transceivers": design.transceivers(),
+                "latency_s": design.worst_case_latency_s(), "max_endpoints": top,
+                "sweep": sweep}
+
+    # -- drawing -----------------------------------------------------------------------------
+    def _render(self, r: dict[str, Any]) -> str:
+        m: fabric.MultiPlaneDesign = r["design"]
+        p = m.plane
+        switches = dict(zip(_TIER_KEYS, m.switches_per_tier.values(), strict=True))
+        links = dict(zip(_TIER_KEYS, m.links_per_tier.values(), strict=True))
+        xcvr = dict(zip(_TIER_KEYS, r["transceivers"].values(), strict=True))
+        where = (f"{m.endpoints:,} GPUs, {m.planes} plane{'s' * (m.planes > 1)} of radix "
+                 f"{p.radix} at {p.port_gbps:g}G, {p.tiers} tier{'s' * (p.tiers > 1)}")
+        top = svgchart.stacked_hbars(
+            {"switches": switches, "links (cables)": links, "transceivers": xcvr}, TIER_COLORS,
+            xlabel="count (all planes)", title=where, total_format=",.0f", width=760)
+        sw = r["sweep"]
+        series = {"switches": (sw.endpoints, sw.switches.astype(float)),
+                  "transceivers": (sw.endpoints, sw.transceivers.astype(float)),
+                  "links": (sw.endpoints, sw.links.astype(float))}
+        positive = np.concatenate([y[y > 0] for _, y in series.values()])
+        bottom = svgchart.line_chart(
+            series, _SERIES, logx=True, logy=True,
+            y_range=(float(positive.min()), float(positive.max())) if positive.size else None,
+            xlabel="GPUs", ylabel="count (all planes)", marker_x=m.endpoints,
+            marker_label=f"{m.endpoints:,} GPUs", title="As the cluster grows (tiers step up)",
+            points={"switches": (m.endpoints, m.switches),
+                    "transceivers": (m.endpoints, sum(r["transceivers"].values()))},
+            width=760, height=320)
+        self.image.value = svgchart.vstack([top, bottom])
+        rows = [
+            ("tiers", f"{p.tiers} ({p.worst_case_switch_hops} switch hops worst case)"),
+            ("GPUs / most these tiers serve", f"{m.endpoints:,} / {r['max_endpoints']:,}"),
+            ("NIC", f"{m.planes} × {p.port_gbps:g}G = {m.nic_gbps:g} Gb/s"),
+            ("leaf ports down : up", f"{p.leaf_down} : {p.leaf_up}"),
+            ("switches leaf / spine / core", " / ".join(f"{n:,}" for n in
+                                                         m.switches_per_tier.values())),
+            ("switches, all", f"{m.switches:,}"),
+            ("links endpoint-leaf / leaf-spine / spine-core",
+             " / ".join(f"{n:,}" for n in m.links_per_tier.values())),
+            ("transceivers (optical links × 2)", f"{sum(r['transceivers'].values()):,}"),
+            ("bisection, per direction", f"{m.bisection_gbps / 1e3:,.1f} Tb/s"),
+            ("bisection, both directions", f"{m.bisection_gbps_bidir / 1e3:,.1f} Tb/s"),
+            ("worst-case latency", f"{r['latency_s'] * 1e6:.2f} µs "
+             f"({fabric.DEFAULT_SWITCH_LATENCY_NS:g} ns per switch, assumed)"),
+        ]
+        return html_table(["", ""], rows, align=["left", "right"])
+
+
+class LoadBalanceExplorer(Explorer):
+    """Flows, planes (paths), load and path slowdown → ECMP against spraying.
+
+    Controls: ``n_flows``, ``n_planes``, ``load`` (0-1 of the NIC's rate),
+    ``path_slowdown`` (each path loses up to this share of its capacity at random) and
+    ``seed``. ``result`` is the :class:`scaleout.fabric.LoadBalanceResult` at the chosen
+    flows plus the ``sweep`` over flow counts drawn.
+    """
+
+    title = "ECMP hashing against packet spraying"
+    image_format = "svg+xml"
+    #: Flow counts on the chart's x axis.
+    FLOWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128)
+    TRIALS = 400
+
+    def _build_controls(self) -> dict[str, W.ValueWidget]:
+        slider = {"continuous_update": False, **_WIDE}
+        return {
+            "n_flows": W.IntSlider(value=8, min=1, max=128, description="flows", **slider),
+            "n_planes": W.IntSlider(value=4, min=1, max=16, description="planes / paths",
+                                    **slider),
+            "load": W.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description="load",
+                                  **slider),
+            "path_slowdown": W.FloatSlider(value=0.1, min=0.0, max=0.5, step=0.01,
+                                           description="path slowdown", **slider),
+            "seed": W.BoundedIntText(value=0, min=-1, max=1_000_000, description="seed",
+                                     **_WIDE),
+        }
+
+    def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:
+        kw = {"load": v["load"], "path_slowdown": v["path_slowdown"], "trials": self.TRIALS,
+              "seed": v["seed"]}
+        at = fabric.simulate_load_balance(v["n_flows"], v["n_planes"], **kw)
+        sweep = fabric.load_balance_sweep(self.FLOWS, [v["n_planes"]], **kw)
+        return {"at": at, "sweep": {k: a[0] for k, a in sweep.items()}}
+
+    def _render(self, r: dict[str, Any]) -> str:
+        at: fabric.LoadBalanceResult = r["at"]
+        xs = np.asarray(self.FLOWS, dtype=float)
+        names = {"spray": "spraying", "ecmp": "ECMP, throughput", "ecmp_sync": "ECMP, collective"}
+        colors = {"spraying": "#2ca02c", "ECMP, throughput": "#1f77b4",
+                  "ECMP, collective": "#d62728"}
+        series = {names[k]: (xs, r["sweep"][k]) for k in names}
+        self.image.value = svgchart.line_chart(
+            series, colors, logx=True, y_range=(0.0, 1.0), xlabel="flows",
+            ylabel="utilisation (served / offered)", marker_x=at.n_flows,
+            marker_label=f"{at.n_flows} flows",
+            title=f"{at.n_paths} planes, load {at.load:.0%}: mean of {self.TRIALS} draws",
+            points={"spraying": (at.n_flows, at.spray_mean),
+                    "ECMP, throughput": (at.n_flows, at.ecmp_mean),
+                    "ECMP, collective": (at.n_flows, at.ecmp_sync_mean)}, width=720, height=340)
+        rows = [("spraying", f"{at.spray_mean:.1%}"),
+                ("ECMP, throughput", f"{at.ecmp_mean:.1%}"),
+                ("ECMP, slowest flow (collective)", f"{at.ecmp_sync_mean:.1%}"),
+                ("busiest path under ECMP", f"{at.max_path_load.mean():.2f} × its capacity")]
+        return html_table(["scheme", "utilisation"], rows, align=["left", "right"])
