@@ -1,0 +1,336 @@
+"""The 3D-parallel planner against the literature, against the memory module, and on bad input."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scaleout import catalog, compute, memory, plan
+from scaleout.data_parallel import Fabric
+from scaleout.units import GIB
+
+KORTHIKANTI = "Korthikanti et al. 2022, Table 5"
+MEGATRON = "Narayanan et al. 2021, Table 1"
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[plan.ValidationRow]:
+    return plan.validate()
+
+
+@pytest.fixture(scope="module")
+def big_search() -> plan.SearchResult:
+    """Megatron-LM's 1T model on its 3,072 A100s, global batch 3,072."""
+    return plan.search("megatron-1t", "A100-SXM4-80GB", 3072, 3072)
+
+
+# =========================================================================== published numbers
+def test_validation_covers_all_eighteen_published_cases(rows):
+    assert sum(r.table == KORTHIKANTI for r in rows) == 8
+    assert sum(r.table == MEGATRON for r in rows) == 10
+    published = {r.case: r.published for r in rows}
+    assert published["megatron-1t, full recompute"] == 94.42  # read from data/published
+    assert published["megatron-1.7b on 32 GPUs"] == 137
+
+
+def test_korthikanti_table5_iteration_times(rows):
+    """Mean |error| under 3%, worst under 6% (a published analytical model: 3.65% / 8.87%)."""
+    stats = plan.validation_summary(rows)[KORTHIKANTI]
+    assert stats["mean_abs_pct"] < 3.0, plan.validation_table(rows)
+    assert stats["worst_abs_pct"] < 6.0, plan.validation_table(rows)
+
+
+def test_megatron_table1_tflops(rows):
+    """Mean |error| under 4%, no row off by 8% or more."""
+    stats = plan.validation_summary(rows)[MEGATRON]
+    assert stats["mean_abs_pct"] < 4.0, plan.validation_table(rows)
+    assert stats["worst_abs_pct"] < 8.0, plan.validation_table(rows)
+
+
+def test_megatron_trend_beats_a_constant_guess(rows):
+    """A constant 148 TFLOP/s scores about 6.5% mean and 9.6% worst: the model must do better."""
+    mine = [r for r in rows if r.table == MEGATRON]
+    constant = np.abs([100 * (148 / r.published - 1) for r in mine])
+    assert constant.mean() == pytest.approx(6.5, abs=0.1)
+    assert constant.max() == pytest.approx(9.6, abs=0.1)
+    ours = np.abs([r.error_pct for r in mine])
+    assert ours.mean() < constant.mean() and ours.max() < constant.max()
+    # and the trend: the largest models reach the highest throughput, as published
+    by_case = {r.case: r.predicted for r in mine}
+    assert by_case["megatron-1t on 3,072 GPUs"] > by_case["megatron-18.4b on 256 GPUs"] + 20
+
+
+def test_selective_recompute_is_faster_by_about_the_published_ratio(rows):
+    """Korthikanti Table 5: full recompute takes 1.29-1.32x as long as SP + selective."""
+    by_case = {r.case: r for r in rows if r.table == KORTHIKANTI}
+    for name in ("korthikanti-22b", "korthikanti-175b", "megatron-529.6b", "megatron-1t"):
+        full = by_case[f"{name}, full recompute"]
+        sel = by_case[f"{name}, SP + selective"]
+        published = full.published / sel.published
+        assert full.predicted / sel.predicted == pytest.approx(published, rel=0.08)
+
+
+def test_published_configurations_fit_in_80_gib():
+    """Every published run ran, so the memory model must say it fits on an A100 80GB."""
+    g = catalog.gpu("A100-SXM4-80GB")
+    for run in catalog.published("korthikanti_table5")["run"]:
+        for rc, sp in (("full", False), ("selective", True)):
+            p = plan.Plan(tp=run["tp"], pp=run["pp"], dp=run["gpus"] // (run["tp"] * run["pp"]),
+                          micro_batch=run["micro_batch"], global_batch=run["global_batch"],
+                          interleave=run["interleave"], recompute=rc, sp=sp)
+            r = plan.evaluate(run["model"], g, p)
+            assert r.fits, (run["model"], rc, r.memory_gib())
+    for run in catalog.published("megatron_lm_table1")["run"]:
+        p = plan.Plan(tp=run["tp"], pp=run["pp"], dp=run["gpus"] // (run["tp"] * run["pp"]),
+                      global_batch=run["batch"], recompute="full")
+        assert plan.evaluate(run["model"], g, p).fits, run["model"]
+
+
+def test_shipped_calibration_is_the_fit_optimum():
+    """DEFAULT_CALIBRATION minimises the documented objective on its grid neighbourhood."""
+    d = plan.DEFAULT_CALIBRATION
+    cal, score = plan.fit_calibration(
+        gemm_efficiency=(d.gemm_efficiency - 0.02, d.gemm_efficiency, d.gemm_efficiency + 0.02),
+        gemm_half_dim=(d.gemm_half_dim - 25, d.gemm_half_dim, d.gemm_half_dim + 25),
+        nonmatmul_traffic=(d.nonmatmul_traffic - 1, d.nonmatmul_traffic,
+                           d.nonmatmul_traffic + 1),
+        collective_efficiency=(d.collective_efficiency - 0.1, d.collective_efficiency,
+                               d.collective_efficiency + 0.1),
+    )
+    assert (cal.gemm_efficiency, cal.gemm_half_dim, cal.nonmatmul_traffic,
+            cal.collective_efficiency) == pytest.approx(
+        (d.gemm_efficiency, d.gemm_half_dim, d.nonmatmul_traffic, d.collective_efficiency))
+    assert score < 0.04  # RMS of log errors over the 18 cases
+
+
+def test_validation_table_prints_every_case(rows):
+    text = plan.validation_table(rows)
+    assert text.count("%") >= 18 + 2
+    assert "megatron-1t on 3,072 GPUs" in text and "mean |error|" in text
+
+
+# =========================================================================== consistency
+PLANS = [
+    plan.Plan(tp=8, pp=8, dp=2, micro_batch=1, global_batch=64, recompute="full"),
+    plan.Plan(tp=4, pp=4, dp=4, micro_batch=2, global_batch=64, zero_stage=1, sp=True,
+              recompute="selective"),
+    plan.Plan(tp=2, pp=1, dp=32, micro_batch=4, global_batch=256, zero_stage=3),
+    plan.Plan(tp=8, pp=4, dp=2, micro_batch=1, global_batch=32, interleave=3, sp=True,
+              recompute="selective"),
+]
+
+
+@pytest.mark.parametrize("p", PLANS, ids=lambda p: p.label)
+def test_memory_matches_the_memory_module(p):
+    """The planner's memory is scaleout.memory's, with the 1F1B/interleaved micro-batches in
+    flight on the first stage (scaleout.pipeline)."""
+    r = plan.evaluate("gpt3-175b", "A100-SXM4-80GB", p)
+    if p.interleave == 1:
+        in_flight = min(p.pp, p.micro_batches)
+    else:  # Korthikanti Sec. 4.2.3: p + (p - 1)/v micro-batch equivalents when m >= 2p
+        in_flight = p.pp + (p.pp - 1) / p.interleave
+    expected = memory.training_memory(
+        "gpt3-175b", "A100-SXM4-80GB", micro_batch=p.micro_batch, tp=p.tp, pp=p.pp, dp=p.dp,
+        zero_stage=p.zero_stage, recompute=p.recompute, sp=p.sp, in_flight=math.ceil(in_flight))
+    assert r.memory["weights"] == pytest.approx(expected.weights)
+    assert r.memory["grads"] == pytest.approx(expected.grads)
+    assert r.memory["optimizer"] == pytest.approx(expected.optimizer)
+    per_mb = expected.activations / math.ceil(in_flight)
+    assert r.memory["activations"] == pytest.approx(per_mb * in_flight)
+
+
+@pytest.mark.parametrize("p", PLANS, ids=lambda p: p.label)
+def test_step_parts_add_up_and_throughput_follows(p):
+    r = plan.evaluate("gpt3-175b", "A100-SXM4-80GB", p, tokens=300e9)
+    assert set(r.step) == set(plan.STEP_PARTS)
+    assert all(v >= 0 for v in r.step.values())
+    assert r.step_s == pytest.approx(sum(r.step.values()))
+    assert r.tokens_per_s == pytest.approx(p.global_batch * 2048 / r.step_s)
+    assert r.mfu == pytest.approx(compute.mfu(r.tokens_per_s, "gpt3-175b", p.n_gpus, 312))
+    assert r.hfu >= r.mfu
+    assert r.training_days == pytest.approx(300e9 / r.tokens_per_s / 86400)
+    assert r.gpu_hours == pytest.approx(r.training_days * 24 * p.n_gpus)
+    if p.pp == 1:
+        assert r.step["bubble"] == 0 and r.step["p2p"] == 0
+    if p.dp == 1:
+        assert r.step["dp_comm"] == 0
+
+
+def test_training_days_agree_with_megatron_eq4():
+    """Eq. 4 (8TP/(nX)) with the plan's own TFLOP/s: GPT-3 175B on 1,024 A100s, 300B tokens."""
+    p = plan.Plan(tp=8, pp=8, dp=16, global_batch=1536, recompute="full")
+    r = plan.evaluate("gpt3-175b", "A100-SXM4-80GB", p, tokens=300e9)
+    eq4 = compute.training_days(175e9, 300e9, 1024, r.megatron_tflops_per_gpu)
+    assert r.training_days == pytest.approx(eq4, rel=0.03)
+    assert 25 < r.training_days < 45  # the paper's 34 days at 140 TFLOP/s
+
+
+def test_search_arrays_agree_with_evaluate(big_search):
+    for rank in (0, 1, 7, big_search.n_fit - 1):
+        i = big_search.order[rank]
+        r = big_search.result(rank)
+        assert r.step_s == pytest.approx(float(big_search.arrays["step_s"][i]))
+        assert r.memory_bytes == pytest.approx(float(big_search.arrays["memory"][i]))
+        assert r.fits
+
+
+def test_search_ranks_by_step_time_and_only_fitting_plans(big_search):
+    a, order = big_search.arrays, big_search.order
+    assert np.all(np.diff(a["step_s"][order]) >= 0)
+    assert np.all(a["memory"][order] <= a["capacity"][order])
+    assert big_search.n_fit < big_search.n_evaluated  # some do not fit
+    rows = big_search.top(5)
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
+    assert rows[0]["slower_pct"] == 0 and rows[-1]["slower_pct"] >= 0
+
+
+def test_search_enumerates_only_valid_plans(big_search):
+    a = big_search.arrays
+    m = catalog.model("megatron-1t")
+    n = a["tp"] * a["pp"] * a["dp"]
+    assert np.all(n == 3072)
+    assert np.all(m.n_heads % a["tp"] == 0) and np.all(8 % a["tp"] == 0)
+    assert np.all(m.n_layers % a["pp"] == 0)
+    assert np.all(3072 % (a["dp"] * a["micro_batch"]) == 0)
+    assert not np.any((a["zero_stage"] >= 2) & (a["pp"] > 1))
+    assert not np.any(a["sp"] & (a["tp"] == 1))
+    v = a["interleave"]
+    assert np.all((v == 1) | ((m.n_layers // a["pp"]) % v == 0))
+    assert np.all((v == 1) | (a["m"] % a["pp"] == 0))
+    # every combination of the options appears: the search is exhaustive
+    seen = set(zip(a["zero_stage"][a["pp"] == 1], a["rc"][a["pp"] == 1], strict=True))
+    assert seen == set(itertools.product(range(4), range(3))) or not np.any(a["pp"] == 1)
+
+
+def test_search_is_exhaustive_against_a_brute_force_count():
+    """Count the valid plans of a small case by hand-written loops."""
+    m = catalog.model("megatron-7.5b")  # 36 layers, 32 heads
+    n, B = 64, 128
+    count = 0
+    for t in (1, 2, 4, 8):
+        for p in [p for p in range(1, 37) if 36 % p == 0 and (n // t) % p == 0]:
+            d = n // (t * p)
+            if B % d:
+                continue
+            for b in [b for b in range(1, 17) if (B // d) % b == 0]:
+                mb = B // d // b
+                vs = [1] + [v for v in range(2, 9) if p > 1 and mb % p == 0 and (36 // p) % v == 0]
+                for _v in vs:
+                    for z in range(4):
+                        for sp in (False, True):
+                            if (sp and t == 1) or (z >= 2 and p > 1) or (z and d == 1):
+                                continue
+                            count += 3  # recompute modes
+    assert plan.search(m, "A100-SXM4-80GB", n, B).n_evaluated == count
+
+
+# =========================================================================== rules of thumb
+def test_rule_of_thumb_tp_in_node_pp_across_dp_over_all(big_search):
+    best = big_search.plan(0)
+    assert best.tp == 8  # tensor parallelism fills the 8-GPU NVLink domain
+    assert best.pp > 1  # pipeline stages across nodes
+    assert best.dp > 1  # data parallelism over the rest
+    assert big_search.share_where(10)["tp_within_node"] == 1.0
+
+
+def test_small_model_prefers_pure_data_parallelism():
+    r = plan.search("megatron-1.7b", "A100-SXM4-80GB", 64, 512)
+    best = r.plan(0)
+    assert best.pp == 1 and best.dp >= 32
+
+
+def test_tiny_batch_forces_model_parallelism():
+    """With 16 sequences on 512 GPUs data parallelism can be 16 at most."""
+    r = plan.search("gpt3-175b", "A100-SXM4-80GB", 512, 16)
+    best = r.plan(0)
+    assert best.dp <= 16 and best.tp * best.pp >= 32
+
+
+def test_a_bigger_nvlink_domain_is_not_slower():
+    """An NVL72-sized domain keeps more of every plan's traffic on NVLink."""
+    eight = plan.search("llama3-70b", "GB200", 576, 1152, gpus_per_node=8)
+    rack = plan.search("llama3-70b", "GB200", 576, 1152, gpus_per_node=72)
+    assert rack.result(0).step_s <= eight.result(0).step_s * 1.0001
+
+
+def test_explain_names_the_winner_and_what_the_others_give_up(big_search):
+    text = plan.explain(big_search, k=3)
+    assert text.startswith("Best: " + big_search.plan(0).label)
+    assert "NVLink domain" in text
+    assert text.count("slower") == 3
+
+
+# =========================================================================== bad input
+def test_no_layout_for_a_prime_gpu_count():
+    with pytest.raises(plan.NoPlanError, match="no layout of 13 GPUs") as e:
+        plan.search("megatron-1t", "A100-SXM4-80GB", 13, 512)
+    assert "divide the global batch 512" in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_model_that_fits_nowhere_names_the_smallest_shortfall():
+    with pytest.raises(plan.NoPlanError, match="GiB short") as e:
+        plan.search("llama3-405b", "A100-SXM4-40GB", 8, 8)
+    closest = e.value.closest
+    assert closest is not None and not closest.fits
+    assert f"{closest.shortfall_gib:.1f} GiB short" in str(e.value)
+
+
+def test_batch_not_divisible_by_any_data_parallel_size():
+    with pytest.raises(plan.NoPlanError, match="divide the global batch 7"):
+        plan.search("megatron-1.7b", "A100-SXM4-80GB", 256, 7)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    (dict(tp=5), "tp=5 must divide the 96 attention heads"),
+    (dict(tp=16, dp=4), "larger than the 8 GPUs of a node"),
+    (dict(pp=5), "pp=5 must divide the 96 layers"),
+    (dict(pp=8, zero_stage=3, dp=8), "ZeRO stages 2 and 3 are incompatible"),
+    (dict(pp=8, interleave=5, dp=8), "interleave=5 must divide the 12 layers per stage"),
+    (dict(sp=True), "needs tp > 1"),
+])
+def test_invalid_plans_are_named(kwargs, match):
+    p = plan.Plan(**{"global_batch": 64, **kwargs})
+    with pytest.raises(ValueError, match=match):
+        plan.evaluate("gpt3-175b", "A100-SXM4-80GB", p)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    (dict(tp=0), "tp must be a whole number >= 1, got 0"),
+    (dict(dp=4, micro_batch=3, global_batch=16), "multiple of dp × micro_batch"),
+    (dict(recompute="some"), "recompute"),
+    (dict(zero_stage=4), "zero_stage must be a whole number from 0 to 3"),
+])
+def test_plan_fields_are_checked(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plan.Plan(**kwargs)
+
+
+def test_unknown_model_suggests_close_names():
+    with pytest.raises(ValueError, match="did you mean"):
+        plan.search("llama3-7b", "H100", 8, 8)
+
+
+def test_calibration_is_checked():
+    with pytest.raises(ValueError, match="collective_efficiency"):
+        plan.Calibration(collective_efficiency=0)
+    with pytest.raises(ValueError, match="gemm_efficiency"):
+        replace(plan.DEFAULT_CALIBRATION, gemm_efficiency=1.5)
+
+
+def test_default_network_is_the_gpus_server():
+    net = plan.default_network("H100")
+    assert isinstance(net, Fabric) and net.gpus_per_node == 8
+    assert net.inter.name == "InfiniBand NDR" and net.intra.name == "NVLink 4"
+    assert plan.default_network("GB200").gpus_per_node == 72
+    with pytest.raises(ValueError, match="scaleout_link"):
+        plan.default_network("V100-SXM2-32GB")
+
+
+def test_memory_gib_reports_capacity():
+    r = plan.evaluate("gpt3-175b", "A100-SXM4-80GB", PLANS[0])
+    gib = r.memory_gib()
+    assert gib["capacity"] == 80 and gib["total"] == pytest.approx(r.memory_bytes / GIB)
