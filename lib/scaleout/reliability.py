@@ -351,7 +351,7 @@ def _check_gpus(n_gpus) -> np.ndarray:
     n = np.asarray(n_gpus, dtype=float)
     bad = ~np.isfinite(n) | (n < 1) | (n != np.floor(n))
     if np.any(bad):
-        value = n_gpus if n.ndim == 0 else n[bad].ravel()[0]
+        value = n_gpus if n.ndim == 0 else n[bad].ravel()[0].item()
         raise ValueError(f"n_gpus must be a whole number >= 1, got {value!r}: an empty cluster "
                          "has no GPUs to fail")
     return n
@@ -567,7 +567,8 @@ def _nonneg(name: str, value):
     """``value`` as a float array if every element is finite and >= 0."""
     v = np.asarray(value, dtype=float)
     if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v < 0):
-        shown = value if v.ndim == 0 else v[~(np.isfinite(v) & (v >= 0))].ravel()[:1]
+        bad = v[~(np.isfinite(v) & (v >= 0))].ravel() if v.ndim else v
+        shown = value if v.ndim == 0 else (bad[0].item() if bad.size else value)
         raise ValueError(f"{name} must be a finite number >= 0, got {shown!r}")
     return v
 
@@ -577,7 +578,7 @@ def _pos(name: str, value, what: str = ""):
     v = np.asarray(value, dtype=float)
     if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
         bad = v[~(np.isfinite(v) & (v > 0))].ravel() if v.ndim else v
-        shown = value if v.ndim == 0 else (bad[0] if bad.size else value)
+        shown = value if v.ndim == 0 else (bad[0].item() if bad.size else value)
         raise ValueError(f"{name} must be a finite number > 0, got {shown!r}{what}")
     return v
 
@@ -743,7 +744,7 @@ def expected_run_time_s(work_s, interval_s, delta_s, mtbf_s, restart_s=0.0):
     large cluster; :func:`log10_expected_run_time_s` gives its size.
     """
     w = _pos("work_s", work_s)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", divide="ignore"):
         return _out(w / np.asarray(goodput(interval_s, delta_s, mtbf_s, restart_s)))
 
 

@@ -1,0 +1,449 @@
+"""scaleout.reliability against published figures, closed forms and its own Monte Carlo."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+from scaleout import memory, reliability, units
+from scaleout.catalog import DATA_DIR
+
+MIN, HOUR, DAY = 60.0, 3600.0, 86400.0
+LLAMA3_HOURS = 54 * 24  # the 54-day snapshot of arXiv 2407.21783 Sec. 3.3.4
+
+
+# =========================================================================== data and rates
+def test_llama3_table5_counts_add_up_and_shares_match_the_print():
+    rows = reliability.failures("llama3-405b")
+    assert len(rows) == 18 and sum(f.value for f in rows) == 419
+    # every printed share equals count/419 to its printed digit, except the faulty-GPU row
+    off = reliability.published_share_mismatches("llama3-405b")
+    assert list(off) == ["faulty GPU"] and off["faulty GPU"] == pytest.approx(148 / 419)
+    gpu_rows = [f.value for f in rows if f.part in ("GPU", "GPU memory")]
+    assert sum(gpu_rows) / 419 == pytest.approx(0.640, abs=5e-4)  # the paper prints 58.7%
+
+
+def test_rates_are_derived_from_the_printed_counts():
+    assert reliability.unit_rate_per_hour("faulty GPU") == pytest.approx(
+        148 / (16384 * LLAMA3_HOURS))
+    assert reliability.unit_rate_per_hour("SSD") == pytest.approx(3 / (2048 * LLAMA3_HOURS))
+    # per month and per 1000 node-days
+    hours_per_month = 365.25 / 12 * 24
+    assert reliability.unit_rate_per_hour("NIC-ToR link") == pytest.approx(
+        0.00057 / hours_per_month)
+    assert reliability.unit_rate_per_hour("RSC-1 node failure, all causes") == pytest.approx(
+        6.50 / 1000 / 24)
+
+
+def test_llama3_cluster_reproduces_one_failure_every_three_hours():
+    per_day = reliability.failures_per_day(16384)
+    assert per_day == pytest.approx(419 / 54)
+    assert reliability.mtbf_h(16384) == pytest.approx(LLAMA3_HOURS / 419)  # 3.09 h
+    parts = reliability.failure_breakdown_per_h(16384)
+    assert sum(parts.values()) * LLAMA3_HOURS == pytest.approx(419)
+    assert parts["GPU HBM3 memory"] * LLAMA3_HOURS == pytest.approx(72)
+
+
+@pytest.mark.parametrize(("gpus", "hours"), [(16384, 1.8), (131072, 0.23)])
+def test_kokolis_projected_mttf(gpus, hours):
+    """Kokolis et al. project 1.8 h at 16,384 GPUs and 0.23 h at 131,072 (RSC-1 rate)."""
+    assert reliability.mtbf_h(gpus, "meta-rsc1") == pytest.approx(hours, abs=0.006)
+
+
+def test_mtbf_falls_as_one_over_n():
+    n = np.array([16, 64, 1024, 16384, 131072])
+    mtbf = reliability.mtbf_h(n)
+    assert np.allclose(mtbf * n, mtbf[0] * n[0])
+    # also for rows counted per link and per switch (HPN), and for several studies together
+    both = reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"], links_per_gpu=2)
+    assert np.allclose(both * n, both[0] * n[0]) and np.all(both < mtbf)
+
+
+def test_inventory_counts_whole_nodes_and_switches():
+    inv = reliability.inventory([8, 9, 16384], gpus_per_node=8, gpus_per_switch=16)
+    assert inv.nodes.tolist() == [1, 2, 2048] and inv.switches.tolist() == [1, 1, 1024]
+    assert reliability.inventory(100, links_per_gpu=2).links == 200
+
+
+def test_figures_carry_si_values():
+    assert reliability.figure("llama3-storage-sustained").si == 2e12
+    assert reliability.figure("kokolis-mttf-1024-gpus").si == pytest.approx(7.9 * HOUR)
+    assert reliability.figure("megascale-detect-and-diagnose").si == 600
+    assert all(f.source for f in reliability.figures())
+
+
+def test_idle_gpu_hours_of_a_stall():
+    assert reliability.idle_gpu_hours(16384, 10 * MIN) == pytest.approx(16384 / 6)
+
+
+# =========================================================================== checkpoints
+def test_checkpoint_is_weights_plus_optimizer_of_the_memory_module():
+    params = memory.param_count("llama3-405b")
+    state = memory.model_state_breakdown(params, 0, 1, "mixed-adam")
+    assert reliability.checkpoint_bytes("llama3-405b") == state.weights + state.optimizer
+    assert reliability.checkpoint_bytes(params) == pytest.approx(14 * params)
+    assert reliability.checkpoint_bytes(1e9, "fp32-adam") == pytest.approx(12e9)
+    assert reliability.checkpoint_bytes(1e9, optimizer=False) == pytest.approx(2e9)
+
+
+@pytest.mark.parametrize("recipe", ["mixed-adam", "megatron-bf16", "mixed-adam-8bit"])
+def test_checkpoint_shards_equal_memory_model_state(recipe):
+    params, n, tp, pp = memory.param_count("llama3-70b"), 1024, 8, 4
+    dp = n // (tp * pp)
+    sharded = reliability.checkpoint_plan("llama3-70b", n, tp=tp, pp=pp, storage_gbytes_s=100,
+                                          recipe=recipe)
+    zero3 = memory.model_state_breakdown(params / (tp * pp), 3, dp, recipe)
+    assert sharded.writers == n
+    assert sharded.per_writer_bytes == pytest.approx(zero3.weights + zero3.optimizer)
+    assert sharded.per_writer_bytes * n == pytest.approx(sharded.total_bytes)
+    replica = reliability.checkpoint_plan("llama3-70b", n, tp=tp, pp=pp, storage_gbytes_s=100,
+                                          layout="replica", recipe=recipe)
+    rank = memory.model_state_breakdown(params / (tp * pp), 0, 1, recipe)
+    assert replica.writers == tp * pp
+    assert replica.per_writer_bytes == pytest.approx(rank.weights + rank.optimizer)
+
+
+def test_write_time_is_the_slower_of_storage_and_one_writer():
+    total = reliability.checkpoint_bytes("llama3-405b")
+    args = dict(storage_gbytes_s=2000, tp=8, pp=16, writer_gbytes_s=50)
+    sharded = reliability.checkpoint_plan("llama3-405b", 16384, **args)
+    rank0 = reliability.checkpoint_plan("llama3-405b", 16384, layout="rank0", **args)
+    assert sharded.write_s == pytest.approx(total / 2000e9)  # storage-bound
+    assert rank0.write_s == pytest.approx(total / 50e9)  # one 50 GB/s writer
+    assert sharded.blocking_s == sharded.write_s == sharded.restore_s
+    slow_read = reliability.checkpoint_plan("llama3-405b", 16384, read_gbytes_s=500, **args)
+    assert slow_read.restore_s == pytest.approx(total / 500e9)
+    # a network rate in Gb/s must be converted: 400 Gb/s is 50 GB/s
+    assert units.gbps_to_gbytes_s(400) == args["writer_gbytes_s"]
+
+
+def test_asynchronous_checkpoint_blocks_only_for_the_snapshot():
+    plan = reliability.checkpoint_plan("llama3-405b", 16384, tp=8, pp=16, storage_gbytes_s=2000,
+                                       asynchronous=True, snapshot_gbytes_s=64)
+    assert plan.blocking_s == plan.snapshot_s == pytest.approx(plan.per_writer_bytes / 64e9)
+    assert plan.blocking_s < plan.write_s
+
+
+# =========================================================================== intervals
+def test_young_formula():
+    # delta = 5 min, M = 24 h: sqrt(2 x 5 x 1440) = 120 min exactly
+    assert reliability.young_interval_s(5 * MIN, DAY) == pytest.approx(120 * MIN)
+    assert reliability.young_interval_s(2.0, 3600.0) == pytest.approx(120.0)
+
+
+@pytest.mark.parametrize(("mtbf_s", "printed_min"),
+                         [(24 * HOUR, 117), (6 * HOUR, 57), (15 * MIN, 9.1)])
+def test_daly_figures_3_to_5(mtbf_s, printed_min):
+    """Daly 2006, Figs. 3-5: delta = 5 min gives tau_opt = 117, 57 and 9.1 min."""
+    tau = reliability.daly_interval_s(5 * MIN, mtbf_s) / MIN
+    digits = 1 if printed_min < 10 else 0
+    assert round(tau, digits) == printed_min
+
+
+def test_daly_reduces_to_young_for_small_delta_over_m():
+    m = 1e6
+    gaps = [abs(reliability.daly_interval_s(d, m) / reliability.young_interval_s(d, m) - 1)
+            for d in (1e-2, 1.0, 100.0)]
+    assert gaps[0] < 1e-4 and gaps[0] < gaps[1] < gaps[2]
+    # and beyond delta = 2M Daly says: checkpoint every M
+    assert reliability.daly_interval_s(3.0, 1.0) == 1.0
+
+
+def test_lambert_w0():
+    z = np.array([-1 / math.e, -0.3, -1e-3, 0.0, 0.5, math.e, 100.0])
+    w = np.asarray(reliability.lambert_w0(z))
+    assert np.allclose(w * np.exp(w), z, rtol=1e-12, atol=1e-15)
+    assert w[0] == -1 and w[3] == 0 and w[5] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("delta_s", "mtbf_s"), [(5 * MIN, DAY), (60.0, 3 * HOUR),
+                                                 (5 * MIN, 15 * MIN)])
+def test_exact_optimum_maximises_goodput_and_daly_is_closer_than_young(delta_s, mtbf_s):
+    best = reliability.exact_optimal_interval_s(delta_s, mtbf_s)
+    grid = best * np.linspace(0.9, 1.1, 2001)
+    g = np.asarray(reliability.goodput(grid, delta_s, mtbf_s, 10 * MIN))
+    assert grid[np.argmax(g)] == pytest.approx(best, rel=2e-4)
+    daly = reliability.daly_interval_s(delta_s, mtbf_s)
+    young = reliability.young_interval_s(delta_s, mtbf_s)
+    assert abs(daly - best) < abs(young - best)
+
+
+def test_first_order_goodput_and_its_optimum():
+    delta, m, r = 10.0, 1e6, 100.0
+    young = reliability.young_interval_s(delta, m)
+    grid = young * np.linspace(0.5, 2, 3001)
+    g1 = np.asarray(reliability.goodput_first_order(grid, delta, m, r))
+    assert grid[np.argmax(g1)] == pytest.approx(young, rel=1e-3)
+    # Young's terms are the first order of Daly's exact model: they agree to second order
+    exact = reliability.goodput(young, delta, m, r)
+    assert exact == pytest.approx(reliability.goodput_first_order(young, delta, m, r), abs=1e-5)
+
+
+def test_segment_wall_time_closed_form():
+    tau, d, m, r = 600.0, 30.0, 7200.0, 300.0
+    assert reliability.segment_wall_time_s(tau, d, m, r) == pytest.approx(
+        m * math.exp(r / m) * (math.exp((tau + d) / m) - 1))
+    # without failures (M -> infinity) a segment takes tau + delta
+    assert reliability.segment_wall_time_s(tau, d, 1e15, r) == pytest.approx(tau + d)
+
+
+def test_lost_work_tends_to_half_a_segment():
+    assert reliability.expected_lost_work_s(100.0, 10.0, 1e9) == pytest.approx(55.0, rel=1e-6)
+    assert reliability.expected_lost_work_s(3600.0, 60.0, 3600.0) < 1830.0
+
+
+def test_no_checkpoints_anti_pattern():
+    m, r, work = 3 * HOUR, 10 * MIN, 12 * HOUR
+    assert reliability.expected_run_time_s(work, work, 0.0, m, r) == pytest.approx(
+        m * math.exp(r / m) * math.expm1(work / m))
+    assert reliability.log10_expected_run_time_s(work, work, 0.0, m, r) == pytest.approx(
+        math.log10(m * math.exp(r / m) * math.expm1(work / m)))
+    # 30 days on 16,384 GPUs without a checkpoint: ~10^105 s; 180 days: finite only as a log
+    m16k = reliability.mtbf_h(16384) * HOUR
+    log_30d = math.log10(m16k) + (r + 30 * DAY) / m16k / math.log(10)  # e^x - 1 ~ e^x
+    assert reliability.log10_expected_run_time_s(30 * DAY, 30 * DAY, 0.0, m16k, r) == \
+        pytest.approx(log_30d)
+    assert math.isinf(reliability.expected_run_time_s(180 * DAY, 180 * DAY, 0.0, m16k, r))
+    assert reliability.log10_expected_run_time_s(180 * DAY, 180 * DAY, 0.0, m16k, r) > 600
+
+
+# =========================================================================== recovery options
+def test_restart_times_by_option():
+    kw = dict(detect_s=600, restore_s=3, init_s=30, replace_s=4 * HOUR)
+    assert reliability.restart_time_s("restart", **kw) == 633 + 4 * HOUR
+    assert reliability.restart_time_s("spares", **kw) == reliability.restart_time_s(
+        "elastic", **kw) == 633
+
+
+def test_elastic_capacity_limits_and_first_order():
+    tau, d, m, r = 600.0, 10.0, 3 * HOUR, 60.0
+    assert reliability.elastic_capacity(tau, d, m, r, repair_s=0.0, dp=64) == 1.0
+    # short segments: kept compute sees about M/M + T/M replicas out, i.e. ~T/M (+ a bit)
+    cap = reliability.elastic_capacity(tau, d, m, r, repair_s=24 * HOUR, dp=64)
+    assert 1 - cap == pytest.approx(8 / 64, rel=0.02)
+    big = reliability.elastic_capacity(tau, d, m, r, repair_s=24 * HOUR, dp=64_000)
+    assert 1 - big == pytest.approx((1 - cap) / 1000)
+
+
+def test_spares_needed_is_a_poisson_quantile():
+    rate_per_h, repair_s, risk = 0.3, 48 * HOUR, 1e-3
+    a = rate_per_h * 48
+    s = reliability.spares_needed(rate_per_h, repair_s, risk)
+
+    def tail(k):  # P(Poisson(a) > k)
+        return 1 - sum(math.exp(-a) * a**j / math.factorial(j) for j in range(k + 1))
+
+    assert tail(s) <= risk < tail(s - 1)
+    assert reliability.spares_needed(0.0, repair_s) == 0
+
+
+def test_compare_recovery():
+    m = reliability.mtbf_h(16384) * HOUR
+    res = reliability.compare_recovery(
+        300, 3.0, m, detect_s=600, restore_s=3, init_s=30, replace_s=4 * HOUR,
+        repair_s=48 * HOUR, n_gpus=16384, dp=128, spare_gpus=256)
+    assert res["spares"].goodput == pytest.approx(reliability.goodput(300, 3.0, m, 633))
+    assert res["spares"].per_owned_gpu == pytest.approx(res["spares"].goodput * 16384 / 16640)
+    assert res["restart"].goodput < res["elastic"].goodput < res["spares"].goodput
+    assert res["elastic"].capacity == reliability.elastic_capacity(
+        300, 3.0, m, 633, repair_s=48 * HOUR, dp=128)
+
+
+# =========================================================================== Monte Carlo
+CASES = {
+    "16k GPUs, Daly interval": dict(interval_s=250.0, delta_s=2.84, restart_s=633.0),
+    "hourly, slow restart": dict(interval_s=HOUR, delta_s=60.0, restart_s=30 * MIN),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_monte_carlo_mean_matches_the_analytic_goodput(case, seed):
+    """Stated tolerance: |mean - exact finite-horizon mean| <= 4 standard errors; the
+    long-run (Daly) goodput is within (L + R)/H more (start without restart, cut at the end)."""
+    m = reliability.mtbf_h(16384) * HOUR
+    c = CASES[case]
+    sim = reliability.simulate(90 * DAY, c["interval_s"], c["delta_s"], m, c["restart_s"],
+                               reps=1000, seed=seed)
+    assert sim.goodput.shape == (1000,) and sim.stderr < 1e-3
+    assert abs(sim.error) <= 4 * sim.stderr == sim.tolerance
+    edge = (c["interval_s"] + c["delta_s"] + c["restart_s"]) / (90 * DAY)
+    assert sim.analytic == reliability.goodput(c["interval_s"], c["delta_s"], m, c["restart_s"])
+    assert abs(sim.expected - sim.analytic) <= edge
+    assert abs(sim.mean - sim.analytic) <= sim.tolerance + edge
+    # about 90 days x 7.76 failures a day
+    assert sim.failures.mean() == pytest.approx(90 * DAY / m, rel=0.01)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_monte_carlo_elastic_matches_the_analytic_capacity(seed):
+    m = reliability.mtbf_h(16384) * HOUR
+    sim = reliability.simulate(90 * DAY, HOUR, 60.0, m, 633.0, reps=1000, seed=seed, dp=128,
+                               repair_s=48 * HOUR)
+    cap = reliability.elastic_capacity(HOUR, 60.0, m, 633.0, repair_s=48 * HOUR, dp=128)
+    assert cap < 0.9  # ~15.5 of 128 replicas out on average
+    assert sim.analytic == pytest.approx(reliability.goodput(HOUR, 60.0, m, 633.0) * cap)
+    assert abs(sim.error) <= sim.tolerance
+
+
+def test_finite_horizon_expectation_tends_to_the_long_run_goodput():
+    args = (900.0, 30.0, 2 * HOUR, 300.0)
+    longrun = reliability.goodput(*args)
+    gaps = [abs(reliability.expected_goodput_finite(h, *args) - longrun)
+            for h in (DAY, 10 * DAY, 100 * DAY)]
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-4
+
+
+def test_monte_carlo_is_deterministic_for_a_seed():
+    m = 3 * HOUR
+    a = reliability.simulate(10 * DAY, HOUR, 60.0, m, 600.0, reps=50, seed=7)
+    b = reliability.simulate(10 * DAY, HOUR, 60.0, m, 600.0, reps=50, seed=7)
+    c = reliability.simulate(10 * DAY, HOUR, 60.0, m, 600.0, reps=50, seed=8)
+    assert np.array_equal(a.goodput, b.goodput) and np.array_equal(a.failures, b.failures)
+    assert not np.array_equal(a.goodput, c.goodput)
+
+
+def test_timeline_is_one_repetition_of_the_simulation():
+    m = 3 * HOUR
+    tl = reliability.simulate_timeline(5 * DAY, HOUR, 60.0, m, 600.0, seed=4)
+    sim = reliability.simulate(5 * DAY, HOUR, 60.0, m, 600.0, reps=1, seed=4)
+    assert tl.total_s("compute") == pytest.approx(sim.kept_s[0])
+    assert len(tl.failures_s) == sim.failures[0]
+    # the bars tile the run: no gaps, no overlaps, from 0 to the horizon
+    order = np.argsort(tl.start_s)
+    assert tl.start_s[order][0] == 0 and tl.end_s[order][-1] == pytest.approx(5 * DAY)
+    assert np.allclose(tl.start_s[order][1:], tl.end_s[order][:-1])
+    assert set(tl.kind) <= {"compute", "checkpoint", "lost", "restart", "unfinished"}
+
+
+# =========================================================================== stragglers
+def test_expected_max_of_normals():
+    assert reliability.expected_max_normal(1) == pytest.approx(0.0, abs=1e-9)
+    assert reliability.expected_max_normal(2) == pytest.approx(1 / math.sqrt(math.pi), abs=1e-6)
+    assert reliability.expected_max_normal(3) == pytest.approx(1.5 / math.sqrt(math.pi),
+                                                               abs=1e-6)
+
+
+def test_harmonic_numbers_and_the_maximum_of_exponentials():
+    n = np.array([1, 2, 10, 64, 65, 1000, 16384])
+    exact = [sum(1 / k for k in range(1, int(x) + 1)) for x in n]
+    assert np.allclose(reliability.harmonic_number(n), exact, rtol=1e-12)
+    assert reliability.expected_max_exponential(4, 2.0) == pytest.approx(2 * (1 + 1/2 + 1/3 + 1/4))
+
+
+@pytest.mark.parametrize("dist", ["exponential", "normal"])
+def test_synchronous_step_waits_for_the_slowest(dist):
+    n, base, jitter = 512, 1.0, 0.03
+    mc = reliability.straggler_step_mc(n, base, jitter, dist, steps=4000, seed=3)
+    want = reliability.straggler_step_time_s(n, base, jitter, dist)
+    assert abs(mc.mean() - want) <= 4 * mc.std(ddof=1) / math.sqrt(mc.size)
+    grows = reliability.straggler_step_time_s(np.array([1, 8, 1024, 131072]), base, jitter, dist)
+    assert np.all(np.diff(grows) > 0)
+
+
+def test_one_slow_host_slows_everyone():
+    assert reliability.slow_host_step_factor(1, 0.01, 0.1) == pytest.approx(1.001)
+    assert reliability.slow_host_step_factor(10_000, 0.01, 0.1) == pytest.approx(1.1, abs=1e-12)
+
+
+# =========================================================================== bad input
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: reliability.goodput(600, 10, 0), r"mtbf_s must be a finite number > 0, got 0"),
+        (lambda: reliability.goodput(600, 10, -5), r"mtbf_s must be a finite number > 0, got -5"),
+        (lambda: reliability.young_interval_s(10, 0), r"mtbf_s must be a finite number > 0"),
+        (lambda: reliability.daly_interval_s(10, float("nan")), r"mtbf_s must be a finite"),
+        (lambda: reliability.goodput(5, 10, 3600),
+         r"interval_s = 5 s is shorter than the checkpoint write time \(10 s\)"),
+        (lambda: reliability.goodput(60, 1, 3600, write_s=120),
+         r"interval_s = 60 s is shorter than the checkpoint write time \(120 s\)"),
+        (lambda: reliability.goodput(np.array([100.0, 5.0]), 10, 3600),
+         r"interval_s = 5 s is shorter"),
+        (lambda: reliability.simulate(DAY, 5, 10, 3600), r"interval_s = 5 s is shorter"),
+        (lambda: reliability.mtbf_h(0), r"n_gpus must be a whole number >= 1, got 0: an empty"),
+        (lambda: reliability.failures_per_day([8, 0]),
+         r"n_gpus must be a whole number >= 1, got 0.0: an empty"),
+        (lambda: reliability.checkpoint_plan("llama3-8b", 0, storage_gbytes_s=10),
+         r"an empty cluster"),
+        (lambda: reliability.mtbf_h(64, "llama-3"), r"study must be one of .*did you mean"),
+        (lambda: reliability.mtbf_h(64, []), r"study: name at least one study"),
+        (lambda: reliability.checkpoint_plan("llama3-8b", 64, storage_gbytes_s=0),
+         r"storage_gbytes_s must be a finite number > 0, got 0"),
+        (lambda: reliability.checkpoint_plan("llama3-8b", 64, storage_gbytes_s=10, tp=3),
+         r"tp x pp = 3 must divide n_gpus = 64"),
+        (lambda: reliability.checkpoint_plan("llama3-8b", 64, storage_gbytes_s=10,
+                                             layout="shard"),
+         r"layout must be one of .*did you mean 'sharded'"),
+        (lambda: reliability.checkpoint_plan("llama3-8b", 64, storage_gbytes_s=10,
+                                             asynchronous=True),
+         r"snapshot_gbytes_s: an asynchronous checkpoint needs"),
+        (lambda: reliability.checkpoint_bytes(-1), r"params must be a finite number > 0"),
+        (lambda: reliability.restart_time_s("reboot", detect_s=1, restore_s=1, init_s=1),
+         r"option must be one of 'restart', 'spares', 'elastic'"),
+        (lambda: reliability.restart_time_s("spares", detect_s=-1, restore_s=1, init_s=1),
+         r"detect_s must be a finite number >= 0, got -1"),
+        (lambda: reliability.elastic_capacity(600, 10, HOUR, 60, repair_s=40 * HOUR, dp=64),
+         r"on average 40 of dp = 64 replicas would be under repair"),
+        (lambda: reliability.simulate(DAY, 600, 10, HOUR, reps=0), r"reps must be a whole number"),
+        (lambda: reliability.simulate(DAY, 600, 10, HOUR, dp=8), r"needs both dp and repair_s"),
+        (lambda: reliability.spares_needed(1.0, HOUR, risk=1.5), r"risk must be a probability"),
+        (lambda: reliability.straggler_step_time_s(8, 1.0, 0.1, "gamma"),
+         r"dist must be one of 'exponential', 'normal'"),
+        (lambda: reliability.figure("llama3-storage"), r"figure must be one of .*did you mean"),
+    ],
+)
+def test_bad_input_names_parameter_value_and_allowed(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
+
+
+# =========================================================================== the data file
+@pytest.fixture
+def data_text():
+    return (DATA_DIR / "failures.toml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('value = 148\n', 'value = 147\n',
+         "[[study]] 'llama3-405b': its rows add up to 418 events, field 'events_total' says 419"),
+        ('counted_per = "gpu"\nvalue = 148', 'counted_per = "gpus"\nvalue = 148',
+         "[[failure]] entry 1 ('faulty GPU'): field 'counted_per' must be one of 'gpu', "
+         "'node', 'link', 'switch'; got 'gpus' (did you mean 'gpu'?)"),
+        ('study = "llama3-405b"\npart = "GPU"\ncounted_per = "gpu"\nvalue = 148',
+         'study = "llama-3"\npart = "GPU"\ncounted_per = "gpu"\nvalue = 148',
+         "[[failure]] entry 1 ('faulty GPU'): field 'study' is 'llama-3', not a [[study]]"),
+        ('value = 148\nmeaning = "events"', 'value = -148\nmeaning = "events"',
+         "[[failure]] entry 1 ('faulty GPU'): field 'value' must be > 0, got -148"),
+        ('value = 148\nmeaning = "events"', 'valeu = 148\nmeaning = "events"',
+         "[[failure]] entry 1 ('faulty GPU'): unknown field 'valeu' (did you mean 'value'?)"),
+        ('unit = "GB/s"\nsource = "Llama 3 (arXiv 2407.21783) Sec. 3.3.1, Storage: the',
+         'unit = "TB/s"\nsource = "Llama 3 (arXiv 2407.21783) Sec. 3.3.1, Storage: the',
+         "[[figure]] entry 1 ('llama3-storage-sustained'): field 'unit' must be one of"),
+        ('gpu = "H100-SXM5-80GB"', 'gpu = "H1OO"',
+         "[[study]] 'llama3-405b': field 'gpu' is 'H1OO', not a GPU of gpus.toml"),
+        ('[[figure]]\nname = "llama3-storage-sustained"',
+         '[[figures]]\nname = "llama3-storage-sustained"',
+         "unknown table 'figures' (did you mean [[figure]]?)"),
+    ],
+)
+def test_bad_data_names_file_entry_and_field(tmp_path, data_text, old, new, message):
+    assert old in data_text, old
+    path = tmp_path / "failures.toml"
+    path.write_text(data_text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        reliability.load_failures(path)
+    assert str(err.value).startswith("failures.toml: "), str(err.value)
+    assert message in str(err.value), str(err.value)
+
+
+def test_events_need_a_cluster_size(tmp_path, data_text):
+    text = data_text.replace('gpus = 992\ngpus_per_node = 8\ndays = 60\n', 'gpus = 992\n', 1)
+    path = tmp_path / "failures.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(
+            "counting 'events' per node needs a study with gpus, days and gpus_per_node; "
+            "study 'opt-175b' lacks days, gpus_per_node")):
+        reliability.load_failures(path)
