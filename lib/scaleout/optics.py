@@ -51,12 +51,14 @@ __all__ = [
     "Module",
     "OpticsCatalog",
     "Technology",
+    "added_latency_ns",
     "candidates",
     "choose",
     "fabric_bill",
     "fibres_needed",
     "generation_cost_ratio",
     "lanes_needed",
+    "link_speeds_gbps",
     "load_catalog",
     "module",
     "module_names",
@@ -64,6 +66,7 @@ __all__ = [
     "pj_per_bit",
     "speeds_gbps",
     "sweep_bill",
+    "sweep_link_groups",
     "technologies",
     "technology",
 ]
@@ -175,6 +178,28 @@ class Module(_Entry):
     def relative_cost_per_tbps(self) -> float:
         """Relative cost of one unit per Tb/s of its speed: how cheap a bit is."""
         return self.relative_cost / (self.speed_gbps / 1000.0)
+
+    @property
+    def breakout_gbps(self) -> float:
+        """The smallest link it can be split into, Gb/s (a breakout, or splitter, cable).
+
+        Parallel optics split by fibre pair (a DR8 800G module serves up to 8 links of
+        100G, one fibre pair each); wavelength-multiplexed optics by their multiplexed
+        pairs (a 2xFR4 800G serves two 400G links); copper by lane.
+        """
+        parts = self.fibres // 2 if self.is_optical else self.lanes
+        return self.speed_gbps / max(parts, 1)
+
+    def serves(self, gbps: float) -> bool:
+        """Whether one link of ``gbps`` is this unit whole or one of its breakout links."""
+        ratio, step = self.speed_gbps / gbps, gbps / self.breakout_gbps
+        return (ratio >= 1 - 1e-9 and math.isclose(ratio, round(ratio))
+                and step >= 1 - 1e-9 and math.isclose(step, round(step)))
+
+    def units_for(self, gbps: float) -> float:
+        """Units one link of ``gbps`` takes: :attr:`units_per_link` × ``gbps / speed_gbps``
+        (a 200G link of a broken-out 800G module takes a quarter of a module at each end)."""
+        return self.units_per_link * gbps / self.speed_gbps
 
 
 @dataclass(frozen=True)
@@ -307,9 +332,29 @@ def module_names() -> list[str]:
 
 # --------------------------------------------------------------------------- reach
 _PREFER = {
-    "cost": lambda m: (m.link_relative_cost, m.link_power_w, m.reach_m),
-    "power": lambda m: (m.link_power_w, m.link_relative_cost, m.reach_m),
+    "cost": lambda m, g: (not math.isclose(m.speed_gbps, g), m.units_for(g) * m.relative_cost,
+                          m.units_for(g) * m.power_w, m.reach_m),
+    "power": lambda m, g: (not math.isclose(m.speed_gbps, g), m.units_for(g) * m.power_w,
+                           m.units_for(g) * m.relative_cost, m.reach_m),
 }
+
+
+def link_speeds_gbps() -> list[float]:
+    """Link speeds some catalog unit serves, whole or as a breakout link, Gb/s, ascending."""
+    out = set()
+    for m in _catalog().modules.values():
+        parts = round(m.speed_gbps / m.breakout_gbps)
+        out |= {m.speed_gbps / j for j in range(1, parts + 1) if parts % j == 0}
+    return sorted(out)
+
+
+def _check_link_gbps(gbps) -> float:
+    gbps = check_positive("gbps", gbps)
+    speeds = link_speeds_gbps()
+    if not any(math.isclose(gbps, x) for x in speeds):
+        raise ValueError(f"gbps must be a link speed some module or cable serves (whole or as "
+                         f"a breakout link): {', '.join(f'{x:g}' for x in speeds)}; got {gbps:g}")
+    return gbps
 
 
 def candidates(length_m: float, gbps: float, *, lane_gbps: int | None = None,
@@ -317,17 +362,19 @@ def candidates(length_m: float, gbps: float, *, lane_gbps: int | None = None,
                prefer: str = "cost") -> list[Module]:
     """Modules and cables that can serve one link of ``length_m`` at ``gbps``, best first.
 
-    A unit qualifies when its speed equals ``gbps`` and its ``reach_m`` is at least
-    ``length_m``: nothing is ever offered beyond its reach. Ranked by the cost of one
-    link (both ends), then its power (``prefer="cost"``), or power first
-    (``prefer="power"``); ties go to the shorter reach.
+    A unit qualifies when it serves ``gbps`` (its speed, or one of its breakout links:
+    :meth:`Module.serves`) and its ``reach_m`` is at least ``length_m``: nothing is ever
+    offered beyond its reach. Units of the link's own speed come first (a breakout is
+    used only for a speed no unit has, such as 200G ports); then they are ranked by the
+    cost of the link's share of its units (both ends), then their power
+    (``prefer="cost"``), or power first (``prefer="power"``); ties go to the shorter reach.
 
     Parameters
     ----------
     length_m
         Link length, metres (> 0).
     gbps
-        Link speed, Gb/s: one of :func:`speeds_gbps`.
+        Link speed, Gb/s: one of :func:`link_speeds_gbps`.
     lane_gbps, technology
         Optional filters (see :func:`modules`).
 
@@ -337,11 +384,11 @@ def candidates(length_m: float, gbps: float, *, lane_gbps: int | None = None,
         Possibly empty (no unit of that kind reaches).
     """
     length_m = check_positive("length_m", length_m)
-    gbps = check_positive("gbps", gbps)
-    check_choice("gbps", gbps, speeds_gbps())
+    gbps = _check_link_gbps(gbps)
     key = _PREFER[check_choice("prefer", prefer, tuple(_PREFER))]
-    pool = modules(technology=technology, speed_gbps=gbps, lane_gbps=lane_gbps)
-    return sorted((m for m in pool if m.reach_m >= length_m), key=key)
+    pool = modules(technology=technology, lane_gbps=lane_gbps)
+    return sorted((m for m in pool if m.serves(gbps) and m.reach_m >= length_m),
+                  key=lambda m: key(m, gbps))
 
 
 def choose(length_m: float, gbps: float, choice: str = "auto", *, lane_gbps: int | None = None,
@@ -369,11 +416,12 @@ def choose(length_m: float, gbps: float, choice: str = "auto", *, lane_gbps: int
             return own[0], False
     optics = candidates(length_m, gbps, lane_gbps=lane_gbps, technology=OPTICAL)
     if not optics:
-        pool = modules(speed_gbps=gbps, lane_gbps=lane_gbps)
+        pool = [m for m in modules(lane_gbps=lane_gbps) if m.serves(gbps)]
         longest = max(pool, key=lambda m: m.reach_m) if pool else None
         lanes = f" with {lane_gbps}G lanes" if lane_gbps is not None else ""
         if longest is None:
-            raise ValueError(f"no module or cable at {gbps:g} Gb/s{lanes} is in the catalog")
+            raise ValueError(f"no module or cable for {gbps:g} Gb/s links{lanes} is in the "
+                             "catalog")
         raise ValueError(f"length_m = {length_m:g} m is beyond the reach of every module at "
                          f"{gbps:g} Gb/s{lanes}; the longest is {longest.name!r} "
                          f"({longest.reach_m:g} m)")
@@ -420,6 +468,17 @@ def pj_per_bit(spec: str | Module) -> float:
     return module(spec).pj_per_bit
 
 
+def added_latency_ns(spec: str | Module, links: int = 1) -> float:
+    """Latency the units of ``links`` links in a row add to one direction, ns.
+
+    Each optical link crosses two modules (one sending, one receiving), so a DSP module
+    of 50 ns adds 100 ns per link; a path of ``links`` links adds ``links`` times that.
+    Propagation (about 5 ns per metre of fibre) and the switches are not counted.
+    """
+    n = check_int("links", links, minimum=0)
+    return n * module(spec).link_latency_ns
+
+
 def generation_cost_ratio(technology: str = "dsp", reach_class: str = "DR") -> float:
     """Relative cost of a 1.6T module (224G lanes) over an 800G one of the same kind.
 
@@ -452,15 +511,30 @@ class LinkGroupLike(Protocol):
     gbps: float
 
 
-#: Per-link quantities, in this order: optical module ends, copper cables, fibres, W, cost.
-_QUANTITIES = ("transceivers", "cables", "fibres", "power_w", "relative_cost")
+def _quantities(counts: np.ndarray, picked: Sequence[Module],
+                speeds: Sequence[float]) -> dict[str, np.ndarray]:
+    """Module ends, cables, fibres, watts and cost of ``counts`` links per group.
 
-
-def _per_link(m: Module) -> np.ndarray:
-    """One link's quantities (:data:`_QUANTITIES`) for a unit."""
-    optical = m.is_optical
-    return np.array([2 if optical else 0, 0 if optical else 1, m.fibres,
-                     m.link_power_w, m.link_relative_cost], dtype=float)
+    ``counts`` has shape ``(n_sizes, n_groups)``; group ``j`` uses unit ``picked[j]`` at
+    ``speeds[j]`` Gb/s. The one place the bill's arithmetic lives: a link takes
+    :meth:`Module.units_for` units (2 module ends or 1 cable, times its share of a broken-
+    out unit); each end's units are rounded up to whole ones per group; watts and cost
+    follow the units; fibres are the unit's times the link's share. Returns arrays shaped
+    like ``counts``.
+    """
+    share = np.array([g / m.speed_gbps for m, g in zip(picked, speeds, strict=True)])
+    per_end = np.ceil(counts * share - 1e-9) if counts.size else np.zeros_like(counts)
+    whole = per_end * np.array([m.units_per_link for m in picked])
+    optical = np.array([m.is_optical for m in picked], dtype=bool)
+    fibres = np.array([m.fibres * g / m.speed_gbps for m, g in zip(picked, speeds,
+                                                                   strict=True)])
+    return {
+        "transceivers": np.where(optical, whole, 0).astype(np.int64),
+        "cables": np.where(optical, 0, whole).astype(np.int64),
+        "fibres": np.rint(counts * fibres).astype(np.int64),
+        "power_w": whole * np.array([m.power_w for m in picked]),
+        "relative_cost": whole * np.array([m.relative_cost for m in picked]),
+    }
 
 
 @dataclass(frozen=True)
@@ -556,16 +630,21 @@ def fabric_bill(groups: Iterable[LinkGroupLike], choice: str = "auto", *,
         Restrict to 112G or 224G lanes.
     """
     choice = _choice(choice)
-    rows, totals = [], np.zeros(len(_QUANTITIES))
-    for i, g in enumerate(groups):
-        name, count, length, gbps = _checked_group(g, i)
-        m, fell_back = choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
-        q = count * _per_link(m)
-        totals += q
-        rows.append(GroupBill(name, count, length, gbps, m, fell_back, int(q[0]), int(q[1]),
-                              int(q[2]), float(q[3]), float(q[4])))
-    return FabricBill(choice, tuple(rows), sum(r.count for r in rows), int(totals[0]),
-                      int(totals[1]), int(totals[2]), float(totals[3]), float(totals[4]))
+    shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
+    picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
+              for _name, _count, length, gbps in shapes]
+    counts = np.array([[count for _name, count, _l, _g in shapes]], dtype=np.int64)
+    q = _quantities(counts.reshape(1, len(shapes)), [m for m, _ in picked],
+                    [gbps for *_rest, gbps in shapes])
+    rows = tuple(
+        GroupBill(name, count, length, gbps, m, fell_back, int(q["transceivers"][0, j]),
+                  int(q["cables"][0, j]), int(q["fibres"][0, j]), float(q["power_w"][0, j]),
+                  float(q["relative_cost"][0, j]))
+        for j, ((name, count, length, gbps), (m, fell_back)) in enumerate(
+            zip(shapes, picked, strict=True)))
+    return FabricBill(choice, rows, sum(r.count for r in rows),
+                      *(int(q[k].sum()) for k in ("transceivers", "cables", "fibres")),
+                      float(q["power_w"].sum()), float(q["relative_cost"].sum()))
 
 
 @dataclass(frozen=True)
@@ -589,7 +668,8 @@ def sweep_bill(groups: Sequence[LinkGroupLike], counts, choice: str = "auto", *,
     """:func:`fabric_bill` totals for many cluster sizes at once.
 
     The unit of each group depends only on its length and speed, so it is chosen once;
-    the totals are then ``counts @ per-link quantities`` (one matrix product).
+    the quantities of all sizes and groups are then one array expression
+    (:func:`_quantities`), summed over the groups.
 
     Parameters
     ----------
@@ -608,9 +688,36 @@ def sweep_bill(groups: Sequence[LinkGroupLike], counts, choice: str = "auto", *,
         raise ValueError("counts must be whole numbers >= 0")
     picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
               for _name, _count, length, gbps in shapes]
-    per_link = np.array([_per_link(m) for m, _ in picked]).reshape(len(shapes), len(_QUANTITIES))
-    totals = counts @ per_link
-    whole = np.rint(totals[:, :3]).astype(np.int64)
+    q = _quantities(counts.astype(np.int64), [m for m, _ in picked],
+                    [gbps for *_rest, gbps in shapes])
     return BillSweep(choice, tuple(s[0] for s in shapes), tuple(m for m, _ in picked),
-                     tuple(f for _, f in picked), counts.astype(np.int64), whole[:, 0],
-                     whole[:, 1], whole[:, 2], totals[:, 3], totals[:, 4])
+                     tuple(f for _, f in picked), counts.astype(np.int64),
+                     *(q[k].sum(axis=1) for k in ("transceivers", "cables", "fibres",
+                                                  "power_w", "relative_cost")))
+
+
+def sweep_link_groups(group_sets: Sequence[Iterable[LinkGroupLike]], choice: str = "auto", *,
+                      lane_gbps: int | None = None, copper: bool = True) -> BillSweep:
+    """:func:`sweep_bill` over one fabric's link groups at several sizes.
+
+    ``group_sets[i]`` are the groups of size ``i`` (e.g. ``size_fabric(n_i, ...)
+    .link_groups()`` for a list of cluster sizes). Groups are matched by name; a name
+    missing at some size (a tier that small fabrics lack) counts 0 links there. Groups of
+    one name must share length and speed.
+    """
+    sets = [list(gs) for gs in group_sets]
+    shapes: dict[str, LinkGroupLike] = {}
+    for i, gs in enumerate(sets):
+        for j, g in enumerate(gs):
+            name, _count, length, gbps = _checked_group(g, j)
+            first = shapes.setdefault(name, g)
+            if (first.length_m, first.gbps) != (length, gbps):
+                raise ValueError(f"group {name!r} has length_m {first.length_m:g} and gbps "
+                                 f"{first.gbps:g} in one set but {length:g} and {gbps:g} in "
+                                 f"set {i}; a sweep needs one shape per group name")
+    counts = np.zeros((len(sets), len(shapes)), dtype=np.int64)
+    column = {name: j for j, name in enumerate(shapes)}
+    for i, gs in enumerate(sets):
+        for g in gs:
+            counts[i, column[g.name]] += int(g.count)
+    return sweep_bill(list(shapes.values()), counts, choice, lane_gbps=lane_gbps, copper=copper)

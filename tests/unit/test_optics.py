@@ -128,12 +128,15 @@ def test_technology_tradeoffs_as_data():
 
 # --------------------------------------------------------------------------- reach
 @pytest.mark.parametrize("length_m", [0.5, 1, 2.5, 3, 4, 30, 50, 51, 500, 501, 2000, 9000])
-@pytest.mark.parametrize("gbps", [400, 800, 1600])
+@pytest.mark.parametrize("gbps", [100, 200, 400, 800, 1600])
 def test_never_offered_beyond_reach(length_m, gbps):
     offered = O.candidates(length_m, gbps)
-    assert all(m.reach_m >= length_m and m.speed_gbps == gbps for m in offered)
-    reaching = [m for m in O.modules(speed_gbps=gbps) if m.reach_m >= length_m]
+    assert all(m.reach_m >= length_m and m.serves(gbps) for m in offered)
+    reaching = [m for m in O.modules() if m.serves(gbps) and m.reach_m >= length_m]
     assert {m.name for m in offered} == {m.name for m in reaching}
+    # units of the link's own speed first; breakouts only after them
+    own = [m.speed_gbps == gbps for m in offered]
+    assert own == sorted(own, reverse=True)
     for choice in O.CHOICES:
         if reaching:
             assert O.choose(length_m, gbps, choice)[0].reach_m >= length_m
@@ -141,10 +144,15 @@ def test_never_offered_beyond_reach(length_m, gbps):
 
 def test_candidates_ranked_by_link_cost_or_power():
     by_cost = O.candidates(100, 800)
-    costs = [m.link_relative_cost for m in by_cost]
+    own = [m for m in by_cost if m.speed_gbps == 800]
+    assert by_cost[:len(own)] == own  # 800G units first, then 1.6T ones broken out in two
+    costs = [m.link_relative_cost for m in own]
     assert costs == sorted(costs) and by_cost[0].name == "800G LPO DR8"
-    by_power = O.candidates(100, 800, prefer="power")
-    assert [m.link_power_w for m in by_power] == sorted(m.link_power_w for m in by_power)
+    split = [m.units_for(800) * m.relative_cost for m in by_cost[len(own):]]
+    assert split == sorted(split) and all(m.speed_gbps == 1600 for m in by_cost[len(own):])
+    by_power = O.candidates(100, 800, prefer="power", technology="dsp")
+    watts = [m.link_power_w for m in by_power if m.speed_gbps == 800]
+    assert watts == sorted(watts)
     # multimode SR8 (50 m) is the cheapest DSP module, but 100 m needs single-mode DR8
     assert O.candidates(40, 800, technology="dsp")[0].name == "800G DSP SR8"
     assert O.candidates(100, 800, technology="dsp")[0].name == "800G DSP DR8"
@@ -186,7 +194,9 @@ def test_beyond_every_reach_is_a_clear_error():
         (lambda: O.candidates(0, 800), r"length_m must be a finite number > 0, got 0"),
         (lambda: O.candidates(-5, 800), r"length_m must be a finite number > 0, got -5"),
         (lambda: O.candidates(float("nan"), 800), r"length_m must be a finite number > 0"),
-        (lambda: O.candidates(10, 100), r"gbps must be one of 400, 800, 1600; got 100"),
+        (lambda: O.candidates(10, 300), r"gbps must be a link speed some module or cable serves "
+                                        r"\(whole or as a breakout link\): 100, 200, 400, 800, "
+                                        r"1600; got 300"),
         (lambda: O.candidates(10, 800, prefer="speed"), r"prefer must be one of 'cost', 'power'"),
         (lambda: O.candidates(10, 800, technology="lop"), r"did you mean 'lpo'"),
         (lambda: O.choose(10, 800, "lop"), r"choice must be one of 'auto', 'dsp', 'lpo', 'npo', "
@@ -245,6 +255,30 @@ def test_bill_lpo_falls_back_to_dsp_beyond_its_reach_and_saves_power():
         lpo.group("leaf-spine").link_latency_ns == 0
 
 
+def test_breakout_200g_links_from_800g_and_16t_modules():
+    dr8 = O.module("800G DSP DR8")
+    assert dr8.breakout_gbps == 100 and dr8.serves(200) and not dr8.serves(300)
+    assert O.module("800G DSP 2xFR4").breakout_gbps == 400  # two multiplexed fibre pairs
+    assert not O.module("800G DSP 2xFR4").serves(200)
+    dr8_16 = O.module("1.6T DSP DR8")
+    assert dr8_16.breakout_gbps == 200 and not dr8_16.serves(100)
+    assert dr8.units_for(200) == pytest.approx(0.5)  # a quarter module at each end
+    # a 4-plane 800G NIC: 200G ports. With 112G lanes the cheapest share per link is the
+    # 16-lane 1.6T module (1.8 for 16 x 100G against 1.0 for the 800G's 8 x 100G)
+    bill = O.fabric_bill([Group("plane", 1024, 200, 200)], "dsp", lane_gbps=112)
+    g = bill.groups[0]
+    assert g.module.name == "1.6T DSP DR16 (112G lanes)" and g.transceivers == 1024 * 2 // 8
+    assert g.fibres == 1024 * 4 and g.power_w == pytest.approx(256 * 30)
+    # 224G lanes: a 1.6T DR8 splits into 8 x 200G, one fibre pair each
+    g224 = O.fabric_bill([Group("plane", 1024, 200, 200)], "dsp", lane_gbps=224).groups[0]
+    assert g224.module.name == "1.6T DSP DR8" and g224.fibres == 1024 * 2
+    assert g224.transceivers == 1024 * 2 // 8
+    # whole modules at each end: 3 links of 200G on 1.6T modules (8 x 200G) still take one
+    # module at each end, and 9 links take two
+    assert O.fabric_bill([Group("few", 3, 200, 200)], "dsp", lane_gbps=112).transceivers == 2
+    assert O.fabric_bill([Group("few", 9, 200, 200)], "dsp", lane_gbps=112).transceivers == 4
+
+
 def test_bill_112g_lanes_double_the_fibres_of_224g():
     groups = [Group("leaf-spine", 4096, 200, 1600)]
     b112 = O.fabric_bill(groups, "dsp", lane_gbps=112)
@@ -275,7 +309,7 @@ def test_bill_pj_per_bit():
         ([Group("g", 4, -10, 800)], r"group 'g': length_m must be a finite number > 0, got -10"),
         ([Group("g", 4, 0, 800)], r"group 'g': length_m must be a finite number > 0, got 0"),
         ([Group("g", 4, 10, 0)], r"group 'g': gbps must be a finite number > 0, got 0"),
-        ([Group("g", 4, 10, 300)], r"gbps must be one of 400, 800, 1600; got 300"),
+        ([Group("g", 4, 10, 300)], r"gbps must be a link speed some module or cable serves"),
         ([("g", 4, 10, 800)], r"groups\[0\] must have name, count, length_m and gbps"),
     ],
 )
@@ -400,3 +434,25 @@ def test_malformed_file_names_file_entry_field(tmp_path, mutate, pattern):
 def test_missing_file(tmp_path):
     with pytest.raises(ValueError, match="catalog file not found"):
         O.load_catalog(tmp_path / "nope.toml")
+
+
+def test_sweep_link_groups_matches_by_name_and_fills_missing_tiers():
+    small = [Group("endpoint-leaf", 100, 3, 800), Group("leaf-spine", 100, 30, 800)]
+    big = [*small, Group("spine-core", 50, 500, 800)]
+    sweep = O.sweep_link_groups([small, big], "dsp")
+    assert sweep.group_names == ("endpoint-leaf", "leaf-spine", "spine-core")
+    assert sweep.counts.tolist() == [[100, 100, 0], [100, 100, 50]]
+    assert sweep.power_w[1] == pytest.approx(O.fabric_bill(big, "dsp").power_w)
+    assert sweep.power_w[0] == pytest.approx(O.fabric_bill(small, "dsp").power_w)
+    with pytest.raises(ValueError, match=r"group 'leaf-spine' has length_m 30 and gbps 800 in "
+                                         r"one set but 60 and 800 in set 1"):
+        O.sweep_link_groups([small, [Group("leaf-spine", 1, 60, 800)]])
+
+
+def test_added_latency_two_modules_per_link():
+    assert O.added_latency_ns("800G DSP DR8") == 2 * 50
+    assert O.added_latency_ns("800G DSP DR8", links=4) == 4 * 2 * 50
+    assert O.added_latency_ns("800G LPO DR8", links=4) == 0
+    assert O.added_latency_ns("800G DAC", links=2) == 0
+    with pytest.raises(ValueError, match="links must be a whole number >= 0, got -1"):
+        O.added_latency_ns("800G DSP DR8", links=-1)
