@@ -22,6 +22,7 @@ __all__ = [
     "OTHER_LINK_COLORS",
     "PIPELINE_COLORS",
     "PLANE_COLORS",
+    "STEP_COLORS",
     "TIME_COLORS",
     "WALK_COLORS",
     "bubble_curves",
@@ -36,7 +37,9 @@ __all__ = [
     "new_figure",
     "pipeline_gantt",
     "pipeline_gantt_svg",
+    "plan_bars_svg",
     "stage_bars",
+    "validation_scatter",
     "walk_matches_svg",
 ]
 
@@ -485,3 +488,66 @@ def clos_diagram(ax: Axes, graph, planes: int = 1, title: str = "") -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     if title:
         ax.set_title(title, fontsize=11)
+
+
+# =========================================================================== the planner
+#: One colour per part of an iteration (scaleout.plan.STEP_PARTS), the same in every figure.
+STEP_COLORS = {
+    "forward": "#1f77b4",
+    "backward": "#aec7e8",
+    "recompute": "#9467bd",
+    "tp_comm": "#ff7f0e",
+    "bubble": "#bbbbbb",
+    "p2p": "#8c564b",
+    "dp_comm": "#d62728",
+    "optimizer": "#2ca02c",
+}
+
+
+def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
+    """Memory per GPU and seconds per iteration of a search's ``k`` best plans, as SVG.
+
+    ``search`` is a :class:`scaleout.plan.SearchResult`; the best plan is drawn in bold,
+    HBM capacity as a dashed line.
+    """
+    a = search.arrays
+    idx = search.order[:k]
+    labels = [f"#{r + 1} TP{a['tp'][i]} PP{a['pp'][i]} DP{a['dp'][i]}"
+              for r, i in enumerate(idx)]
+    gib = 2.0**30
+    pairs = list(zip(labels, idx, strict=True))
+    mem = {lab: {"weights": a["weights"][i] / gib, "grads": a["grads"][i] / gib,
+                 "optimizer": a["optimizer_state"][i] / gib,
+                 "activations": a["activations"][i] / gib} for lab, i in pairs}
+    cap = float(a["capacity"][idx[0]]) / gib if len(idx) else None
+    top = svgchart.stacked_hbars(
+        mem, MEMORY_COLORS, marker=cap, marker_label=f"HBM {cap:,.0f} GiB" if cap else "",
+        xlabel="memory per GPU (GiB)", title=title or "Memory per GPU of the best plans",
+        highlight=labels[0] if labels else None, width=720, row_height=28)
+    step = {lab: {p: float(a[p][i]) for p in STEP_COLORS} for lab, i in pairs}
+    bottom = svgchart.stacked_hbars(
+        step, STEP_COLORS, xlabel="seconds per iteration", title="Where an iteration's time goes",
+        highlight=labels[0] if labels else None, width=720, row_height=28, total_format=",.3g")
+    return svgchart.vstack([top, bottom])
+
+
+def validation_scatter(ax: Axes, rows, title: str = "") -> None:
+    """Predicted against published, one marker per case, the diagonal and ±5% bands.
+
+    ``rows`` are :class:`scaleout.plan.ValidationRow`; each table gets its own marker and
+    values are drawn relative to their published value (1.0 = exact).
+    """
+    tables = list(dict.fromkeys(r.table for r in rows))
+    markers = ["o", "s", "^", "D"]
+    for j, table in enumerate(tables):
+        mine = [r for r in rows if r.table == table]
+        ax.scatter(range(len(mine)), [100 * (r.predicted / r.published - 1) for r in mine],
+                   marker=markers[j % 4], label=table, zorder=3)
+    ax.axhline(0, color="black", lw=1)
+    for lim in (-5, 5):
+        ax.axhline(lim, color="#999", lw=1, ls="--")
+    ax.set_ylabel("prediction error (%)")
+    ax.set_xlabel("case (in table order)")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title or "Planner vs published measurements")
+    ax.grid(alpha=0.3)

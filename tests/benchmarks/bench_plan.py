@@ -1,0 +1,56 @@
+"""The planner's exhaustive search at the sizes the issue names, and its plan throughput.
+
+* Megatron-LM's 1T model on 3,072 A100s (global batch 3,072) and Llama 3 405B on 16,384
+  H100s (2,048 sequences of 8,192; strict layer divisibility, and with uneven stages and
+  flash attention). Target: median under 1 s each on the 2-core reference machine.
+* Plans evaluated per second on a larger search (GPT-3 175B on 6,144 A100s, micro-batches
+  up to 64, up to 16 chunks per GPU, uneven stages): a published planning tool evaluates
+  about 600 plans per second per core; the target here is at least 100,000 per second.
+"""
+
+from __future__ import annotations
+
+import pytest
+from scaleout import plan
+
+SEARCH_TARGET_S = 1.0
+PLANS_PER_S_TARGET = 100_000
+TITLE = "Planner: exhaustive search"
+HEADER = ("case", "plans", "fit", "median ms", "plans/s", "target")
+
+CASES = {
+    "megatron-1t, 3,072 x A100, B=3,072": (
+        ("megatron-1t", "A100-SXM4-80GB", 3072, 3072), {}),
+    "llama3-405b, 16,384 x H100, B=2,048": (
+        ("llama3-405b", "H100-SXM5-80GB", 16384, 2048), {}),
+    "llama3-405b, 16,384 x H100, B=2,048, uneven, flash": (
+        ("llama3-405b", "H100-SXM5-80GB", 16384, 2048),
+        {"uneven_layers": True, "flash_attention": True}),
+}
+
+
+def _row(results_table, benchmark, case: str, result: plan.SearchResult, target: str) -> float:
+    median = benchmark.stats.stats.median
+    rate = result.n_evaluated / median
+    results_table(TITLE, HEADER).rows.append(
+        (case, f"{result.n_evaluated:,}", f"{result.n_fit:,}", f"{median * 1e3:.1f}",
+         f"{rate:,.0f}", target))
+    return median
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_search_under_a_second(benchmark, results_table, case: str) -> None:
+    args, kwargs = CASES[case]
+    result = benchmark(plan.search, *args, **kwargs)
+    assert result.n_fit > 0
+    median = _row(results_table, benchmark, case, result, f"< {SEARCH_TARGET_S:g} s")
+    assert median < SEARCH_TARGET_S, f"median {median:.2f} s"
+
+
+def test_plans_per_second(benchmark, results_table) -> None:
+    result = benchmark(plan.search, "gpt3-175b", "A100-SXM4-80GB", 6144, 6144,
+                       max_micro_batch=64, max_interleave=16, uneven_layers=True)
+    assert result.n_evaluated > 5_000
+    median = _row(results_table, benchmark, "gpt3-175b, 6,144 x A100, B=6,144, b<=64, v<=16",
+                  result, f">= {PLANS_PER_S_TARGET:,} plans/s")
+    assert result.n_evaluated / median >= PLANS_PER_S_TARGET
