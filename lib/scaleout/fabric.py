@@ -84,6 +84,7 @@ __all__ = [
     "check_graph",
     "check_radix",
     "collective_latency_term",
+    "ecmp_expected_utilisation",
     "fabric_alpha",
     "fabric_sweep",
     "leaf_split",
@@ -91,6 +92,7 @@ __all__ = [
     "max_endpoints",
     "radix_at",
     "rail_layout",
+    "rail_max_nodes",
     "reorder_buffer_bytes",
     "simulate_load_balance",
     "simulate_reordering",
@@ -722,6 +724,17 @@ class RailDesign:
         return mates / ((self.n_nodes - 1) * self.rails)
 
 
+def rail_max_nodes(gpus_per_node: int, radix: int, oversubscription: float = 1.0) -> int:
+    """The most nodes a rail-optimised two-tier fabric serves: ``⌊k / rails⌋ · d``.
+
+    Each group of ``d`` nodes (one leaf's downlinks) takes one leaf per rail, and a spine
+    reaches at most ``k`` leaves.
+    """
+    g = check_int("gpus_per_node", gpus_per_node)
+    k = check_radix(radix)
+    return k // g * leaf_split(k, oversubscription)[0]
+
+
 def rail_layout(n_nodes: int, gpus_per_node: int, radix: int, port_gbps: float = 400.0,
                 oversubscription: float = 1.0) -> RailDesign:
     """A rail-optimised two-tier layout of ``n_nodes`` nodes with ``gpus_per_node`` NICs each.
@@ -743,7 +756,7 @@ def rail_layout(n_nodes: int, gpus_per_node: int, radix: int, port_gbps: float =
     if leaves > k:
         raise ValueError(f"n_nodes={nodes:,} with {g} rails needs {leaves:,} leaves, more than "
                          f"a radix-{k} spine reaches ({k}); a rail-optimised two-tier fabric "
-                         f"serves at most {k // g * d:,} nodes here")
+                         f"serves at most {rail_max_nodes(g, k, oversubscription):,} nodes here")
     spines = int(_smallest_divisor_at_least(u, _ceil_div(leaves * u, k)))
     rail_only = size_multiplane(nodes, speed * g, g, radix=k, oversubscription=oversubscription)
     return RailDesign(n_nodes=nodes, rails=g, radix=k, port_gbps=speed,
@@ -1053,6 +1066,23 @@ def simulate_load_balance(n_flows: int, n_paths: int, *, load: float = 1.0,
                              ecmp_utilisation=np.minimum(1.0, served / offered),
                              ecmp_sync=sync, spray_utilisation=spray,
                              max_path_load=(counts * rate / capacity).max(axis=1))
+
+
+def ecmp_expected_utilisation(n_flows: int, n_paths: int) -> float:
+    """Mean ECMP utilisation on identical paths at full load, in closed form.
+
+    Each of ``F`` flows lands on a path uniformly at random, so a path carries
+    ``m ~ Binomial(F, 1/E)`` flows and serves ``min(1, m·E/F)`` of its capacity (flows
+    offer ``E/F`` each): the mean is ``Σ_m P(m) · min(1, m·E/F)``. With ``F = E`` it is
+    ``1 − (1 − 1/E)^E``, the share of busy bins when E balls go into E bins, which tends
+    to ``1 − 1/e ≈ 63 %``. :func:`simulate_load_balance` with ``path_slowdown=0`` and
+    ``load=1`` converges to it.
+    """
+    f = check_int("n_flows", n_flows)
+    e = check_int("n_paths", n_paths)
+    q = 1.0 / e
+    return float(sum(math.comb(f, m) * q**m * (1 - q) ** (f - m) * min(1.0, m * e / f)
+                     for m in range(f + 1)))
 
 
 def load_balance_sweep(n_flows: Sequence[int], n_paths: Sequence[int], *, load: float = 1.0,

@@ -196,9 +196,14 @@ def test_sweep_matches_one_design_at_a_time() -> None:
 def test_ecmp_matches_the_expected_share_of_busy_paths() -> None:
     """F = E flows at full load on identical paths: utilisation = 1 - (1 - 1/E)^E on average."""
     for e in (2, 4, 8):
+        assert fabric.ecmp_expected_utilisation(e, e) == pytest.approx(1 - (1 - 1 / e) ** e)
         r = fabric.simulate_load_balance(e, e, trials=20_000, seed=3)
         assert r.ecmp_mean == pytest.approx(1 - (1 - 1 / e) ** e, abs=0.01)
         assert r.spray_mean == 1.0
+    for f, e in ((1, 4), (3, 2), (16, 4), (64, 8)):
+        r = fabric.simulate_load_balance(f, e, trials=20_000, seed=5)
+        assert r.ecmp_mean == pytest.approx(fabric.ecmp_expected_utilisation(f, e), abs=0.01)
+    assert fabric.ecmp_expected_utilisation(1, 4) == pytest.approx(0.25)  # one flow, one path
 
 
 def test_spraying_is_deterministic_bounded_and_never_worse() -> None:
