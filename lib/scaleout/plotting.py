@@ -22,6 +22,7 @@ __all__ = [
     "OTHER_LINK_COLORS",
     "PIPELINE_COLORS",
     "PLANE_COLORS",
+    "RUN_COLORS",
     "STEP_COLORS",
     "TIME_COLORS",
     "WALK_COLORS",
@@ -38,6 +39,7 @@ __all__ = [
     "pipeline_gantt",
     "pipeline_gantt_svg",
     "plan_bars_svg",
+    "run_timeline",
     "stage_bars",
     "validation_scatter",
     "walk_matches_svg",
@@ -551,3 +553,46 @@ def validation_scatter(ax: Axes, rows, title: str = "") -> None:
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(title or "Planner vs published measurements")
     ax.grid(alpha=0.3)
+
+
+# =========================================================================== fault tolerance
+#: One colour per kind of bar of a simulated run (:class:`scaleout.reliability.RunTimeline`).
+RUN_COLORS = {
+    "compute": "#2ca02c",
+    "checkpoint": "#1f77b4",
+    "lost": "#ff7f0e",
+    "restart": "#d62728",
+    "unfinished": "#bbbbbb",
+}
+_RUN_LABELS = {"compute": "kept work", "checkpoint": "checkpoint write", "lost": "lost work",
+               "restart": "restart", "unfinished": "cut by the end of the run"}
+
+
+def run_timeline(ax: Axes, timeline, start_s: float = 0.0, end_s: float | None = None,
+                 title: str = "") -> None:
+    """One simulated run between ``start_s`` and ``end_s`` as a row of bars, in hours.
+
+    ``timeline`` is a :class:`scaleout.reliability.RunTimeline`; failures are drawn
+    as black ticks above the bars. Drawing only.
+    """
+    end_s = timeline.horizon_s if end_s is None else end_s
+    inside = (timeline.end_s > start_s) & (timeline.start_s < end_s)
+    for kind, color in RUN_COLORS.items():
+        sel = inside & (timeline.kind == kind)
+        if not sel.any():
+            continue
+        lo = timeline.start_s[sel] / 3600
+        width = (timeline.end_s[sel] - timeline.start_s[sel]) / 3600
+        ax.broken_barh(list(zip(lo, width, strict=True)), (0, 1), facecolors=color,
+                       label=_RUN_LABELS[kind])
+    hits = timeline.failures_s[(timeline.failures_s >= start_s) & (timeline.failures_s < end_s)]
+    if hits.size:
+        ax.vlines(hits / 3600, 1.05, 1.45, color="black", linewidth=1.2,
+                  label=f"failure ({hits.size})")
+    ax.set_xlim(start_s / 3600, end_s / 3600)
+    ax.set_ylim(-0.1, 1.6)
+    ax.set_yticks([])
+    ax.set_xlabel("wall-clock time (hours)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)
