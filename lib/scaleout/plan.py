@@ -227,8 +227,9 @@ def default_network(gpu: str | GPU, gpus_per_node: int | None = None,
     intra = _scaleup_link(g)
     if inter is None:
         if g.scaleout_link is None:
-            raise ValueError(f"gpu {g.name!r} has no usual network port in data/gpus.toml "
-                             f"(field scaleout_link); pass network=Fabric(...) or inter=<link>")
+            raise ValueError(f"gpu {g.name!r} has no usual network port recorded in "
+                             f"data/gpus.toml (field scaleout_link): choose a network port for "
+                             f"it (inter=<a scale-out link of data/links.toml>)")
         inter = g.scaleout_link
     nodes = g.scaleup_domain_gpus if gpus_per_node is None else gpus_per_node
     return Fabric(intra=intra, inter=inter, gpus_per_node=check_int("gpus_per_node", nodes))
@@ -616,6 +617,7 @@ class SearchResult:
     uneven_layers: bool = False
     allow_tp_across_nodes: bool = False
     flash_attention: bool = False
+    model_spec: ModelSpec | None = None
 
     @property
     def n_evaluated(self) -> int:
@@ -640,7 +642,7 @@ class SearchResult:
 
     def result(self, rank: int = 0) -> PlanResult:
         """The plan ranked ``rank``, evaluated in full (:func:`evaluate`)."""
-        return evaluate(self.model, self.gpu, self.plan(rank), self.network,
+        return evaluate(self.model_spec or self.model, self.gpu, self.plan(rank), self.network,
                         calibration=self.calibration, recipe=self.recipe, tokens=self.tokens,
                         uneven_layers=self.uneven_layers,
                         allow_tp_across_nodes=self.allow_tp_across_nodes)
@@ -663,6 +665,31 @@ class SearchResult:
                 "mfu_pct": 100 * float(a["mfu"][i]),
             })
         return rows
+
+    def best_by(self, *names: str) -> dict[tuple[int, ...], int]:
+        """For each combination of the plan fields ``names`` (e.g. ``"tp", "pp"``) among the
+        fitting plans, the rank of the fastest one."""
+        a, out = self.arrays, {}
+        for name in names:
+            check_choice("field", name, ("tp", "pp", "dp", "micro_batch", "interleave",
+                                         "zero_stage", "sp", "rc"))
+        keys = np.stack([np.asarray(a[n])[self.order] for n in names], axis=1).astype(int)
+        for rank, key in enumerate(map(tuple, keys)):
+            out.setdefault(key, rank)
+        return out
+
+    def rank_where(self, **conditions: int) -> int | None:
+        """Rank of the fastest fitting plan whose fields equal ``conditions`` (``pp=1``).
+
+        None if no fitting plan has them.
+        """
+        mask = np.ones(self.order.size, dtype=bool)
+        for name, value in conditions.items():
+            check_choice("field", name, ("tp", "pp", "dp", "micro_batch", "interleave",
+                                         "zero_stage", "sp", "rc"))
+            mask &= np.asarray(self.arrays[name])[self.order] == value
+        hits = np.flatnonzero(mask)
+        return int(hits[0]) if hits.size else None
 
     def share_where(self, rank_limit: int = 10) -> dict[str, float]:
         """Among the top plans: the share with TP inside a node, PP > 1, DP > 1."""
@@ -805,7 +832,7 @@ def search(
     order = idx[np.lexsort((arrays["memory"][idx], arrays["step_s"][idx]))]
     result = SearchResult(m.name, g.name, n, B, ctx.seq_len, network, ctx.calibration,
                           ctx.recipe.name, arrays, order, tokens, uneven_layers,
-                          allow_tp_across_nodes, bool(flash_attention))
+                          allow_tp_across_nodes, bool(flash_attention), m)
     if not order.size:
         i = int(np.argmin(arrays["memory"]))
         short = (arrays["memory"][i] - arrays["capacity"][i]) / GIB

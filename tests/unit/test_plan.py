@@ -326,7 +326,7 @@ def test_default_network_is_the_gpus_server():
     assert isinstance(net, Fabric) and net.gpus_per_node == 8
     assert net.inter.name == "InfiniBand NDR" and net.intra.name == "NVLink 4"
     assert plan.default_network("GB200").gpus_per_node == 72
-    with pytest.raises(ValueError, match="scaleout_link"):
+    with pytest.raises(ValueError, match="choose a network port"):
         plan.default_network("V100-SXM2-32GB")
 
 
@@ -334,3 +334,16 @@ def test_memory_gib_reports_capacity():
     r = plan.evaluate("gpt3-175b", "A100-SXM4-80GB", PLANS[0])
     gib = r.memory_gib()
     assert gib["capacity"] == 80 and gib["total"] == pytest.approx(r.memory_bytes / GIB)
+
+
+def test_best_by_and_rank_where(big_search):
+    by = big_search.best_by("tp", "pp")
+    best = big_search.plan(0)
+    assert by[(best.tp, best.pp)] == 0
+    for (t, p), rank in by.items():
+        plan_r = big_search.plan(rank)
+        assert (plan_r.tp, plan_r.pp) == (t, p)
+        assert big_search.rank_where(tp=t, pp=p) == rank
+    assert big_search.rank_where(tp=3) is None
+    with pytest.raises(ValueError, match="field"):
+        big_search.best_by("heads")

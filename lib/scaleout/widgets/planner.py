@@ -1,0 +1,123 @@
+"""3D-parallel planner explorer (notebook 08): the best layouts for a model, GPU and GPU count.
+
+Pick a model (from the catalog, or ``custom`` with its layers, hidden size and heads), a
+GPU, the GPU count, the GPUs per NVLink domain, the global batch, the sequence length and
+a token budget; see the ranked plans that fit as a table, the best plans' memory and
+step-time breakdowns as charts, the winner's training time, and in words why it wins.
+All numbers come from :func:`scaleout.plan.search`; charts are SVG
+(:func:`scaleout.plotting.plan_bars_svg`).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as W
+
+from .. import catalog, plan, plotting
+from .common import Explorer
+
+__all__ = ["CUSTOM", "GPU_COUNTS", "USUAL", "PlannerExplorer"]
+
+CUSTOM = "custom"
+#: Network menu entry for the GPU's usual port (``scaleout.plan.default_network``).
+USUAL = "the GPU's usual port"
+#: GPU counts offered: powers of two and the counts of published runs.
+GPU_COUNTS = (8, 16, 32, 64, 128, 256, 280, 512, 1024, 1536, 1920, 2048, 2520, 3072, 4096,
+              6144, 8192, 12288, 16384, 24576, 32768)
+_WIDE = {"style": {"description_width": "110px"}, "layout": W.Layout(width="300px")}
+_TOP = 8
+
+
+class PlannerExplorer(Explorer):
+    """The fastest layouts that fit, for one model, GPU and cluster.
+
+    Controls: ``model`` (catalog name or ``"custom"``), ``custom_layers``,
+    ``custom_hidden``, ``custom_heads`` (used by ``"custom"``: a GPT-style model with a
+    51,200-token vocabulary), ``gpu``, ``n_gpus``, ``gpus_per_node``, ``global_batch``
+    (sequences), ``seq_len``, ``tokens_b`` (training budget, billions of tokens) and
+    ``flash_attention`` and ``network`` (:data:`USUAL` or a scale-out link of
+    ``data/links.toml``, one port per GPU). ``result`` is the :class:`scaleout.plan.SearchResult`;
+    ``best`` the winner's :class:`scaleout.plan.PlanResult`.
+    """
+
+    title = "Which layout trains fastest? The 3D-parallel planner"
+    image_format = "svg+xml"
+
+    def _build_controls(self) -> dict[str, W.ValueWidget]:
+        return {
+            "model": W.Dropdown(options=[*catalog.model_names(), CUSTOM], value="gpt3-175b",
+                                description="model", **_WIDE),
+            "custom_layers": W.BoundedIntText(value=48, min=0, max=1000,
+                                              description="custom layers", **_WIDE),
+            "custom_hidden": W.BoundedIntText(value=6144, min=0, max=200_000, step=128,
+                                              description="custom hidden", **_WIDE),
+            "custom_heads": W.BoundedIntText(value=48, min=0, max=1024,
+                                             description="custom heads", **_WIDE),
+            "gpu": W.Dropdown(options=catalog.gpu_names(), value="A100-SXM4-80GB",
+                              description="GPU", **_WIDE),
+            "n_gpus": W.Dropdown(options=list(GPU_COUNTS), value=1024, description="GPUs",
+                                 **_WIDE),
+            "gpus_per_node": W.Dropdown(options=[1, 2, 4, 8, 16, 32, 36, 64, 72], value=8,
+                                        description="GPUs per node", **_WIDE),
+            "global_batch": W.BoundedIntText(value=1536, min=0, max=10_000_000,
+                                             description="global batch", **_WIDE),
+            "seq_len": W.Dropdown(options=[512, 1024, 2048, 4096, 8192, 16384, 32768],
+                                  value=2048, description="sequence", **_WIDE),
+            "tokens_b": W.BoundedFloatText(value=300.0, min=0.0, max=1e6,
+                                           description="tokens (B)", **_WIDE),
+            "network": W.Dropdown(options=[USUAL, *(lk.name for lk in catalog.links()
+                                                   if lk.scope == "scale-out")],
+                                  value=USUAL, description="network", **_WIDE),
+            "flash_attention": W.Checkbox(value=False, description="flash attention",
+                                          **_WIDE),
+        }
+
+    def _layout_controls(self) -> W.Widget:
+        return W.GridBox(list(self.controls.values()),
+                         layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"))
+
+    # -- library calls only -----------------------------------------------------------------
+    def _model(self, v: Mapping[str, Any]):
+        if v["model"] != CUSTOM:
+            return catalog.model(v["model"])
+        return catalog.model({"name": "custom", "n_layers": v["custom_layers"],
+                              "hidden": v["custom_hidden"], "n_heads": v["custom_heads"],
+                              "vocab": 51200, "seq_len": v["seq_len"]})
+
+    def _compute(self, v: Mapping[str, Any]) -> plan.SearchResult:
+        tokens = float(v["tokens_b"]) * 1e9
+        if tokens <= 0:
+            raise ValueError(f"tokens (B) must be > 0 billion tokens, got {v['tokens_b']!r}")
+        inter = None if v["network"] == USUAL else v["network"]
+        network = plan.default_network(v["gpu"], v["gpus_per_node"], inter)
+        result = plan.search(self._model(v), v["gpu"], v["n_gpus"], v["global_batch"], network,
+                             seq_len=v["seq_len"], tokens=tokens,
+                             flash_attention=v["flash_attention"])
+        self.best = result.result(0)
+        return result
+
+    # -- drawing ----------------------------------------------------------------------------
+    def _render(self, r: plan.SearchResult) -> str:
+        self.image.value = plotting.plan_bars_svg(
+            r, k=5, title=f"{r.model} on {r.n_gpus:,} × {r.gpu}: memory of the best plans")
+        best = self.best
+        rows = "".join(
+            f"<tr><td>{row['rank']}</td><th>{html.escape(row['plan'])}</th>"
+            f"<td>{row['memory_gib']:.1f}</td><td>{row['step_s']:.3g}</td>"
+            f"<td>{row['slower_pct']:+.1f}%</td><td>{row['mfu_pct']:.1f}%</td></tr>"
+            for row in r.top(_TOP))
+        why = "<br>".join(html.escape(line) for line in plan.explain(r, k=3).splitlines())
+        return (
+            f"<p><b>{r.n_fit:,}</b> of {r.n_evaluated:,} valid plans fit in "
+            f"{best.capacity_bytes / 2**30:,.0f} GiB. Best: <b>{html.escape(best.plan.label)}"
+            f"</b>: {best.step_s:.3g} s per iteration, {best.tokens_per_s:,.0f} tokens/s, "
+            f"MFU {100 * best.mfu:.1f}%, {best.model_tflops_per_gpu:.0f} TFLOP/s per GPU.</p>"
+            f"<p>{r.tokens / 1e9:,.4g} B tokens: <b>{best.training_days:,.1f} days</b>, "
+            f"{best.gpu_hours / 1e6:,.3g} million GPU-hours.</p>"
+            "<table><tr><th>#</th><th>plan</th><th>GiB/GPU</th><th>s/iter</th>"
+            f"<th>vs best</th><th>MFU</th></tr>{rows}</table>"
+            f"<p style='max-width:640px'>{why}</p>"
+        )
