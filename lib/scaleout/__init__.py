@@ -27,9 +27,13 @@ module         what it models                                         notebook
 ``pipeline``   pipeline schedules simulated (GPipe, 1F1B, interleaved,  05
                zero-bubble); bubble, activations in flight
 ``zero``       ZeRO stages: 2Ψ/3Ψ traffic and its time; Table 1       06
+``plan``       a 3D-parallel layout's memory and step time; the       08
+               vectorised search; validation on published runs
 ``fabric``     Clos tiers, radix, planes, rails: switches, links,      09
                optics link groups, bisection, hops; ECMP vs spraying;
                RDMA/TCP latency on a fabric
+``optics``     optical modules and copper cables: reach, lanes and     10
+               fibres at 112G/224G, pJ/bit, a fabric's optics bill
 ``widgets``    ipywidgets explorers (no model logic)                  00-07
 ``plotting``   matplotlib and SVG figures (no model logic)            00-07
 ``svgchart``   tiny SVG charts for fast widget redraws                00-07
