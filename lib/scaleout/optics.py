@@ -16,6 +16,10 @@ Conventions of the bill (:func:`fabric_bill`):
   ends; it needs no module and no fibre.
 * ``fibres`` are those in the link's fibre cable (transmit and receive, e.g. 16 for a DR8
   link); fibre cabling, patch panels and the switches themselves are not priced.
+* a link slower than every unit (a 200G port of a multi-plane NIC) is a **breakout** link:
+  it takes its share of a faster unit split by fibre pair (an 800G DR8 module serves four
+  200G links), rounded up to whole units at each end of a group. Units of the link's own
+  speed are always preferred.
 * a module is never used beyond its ``reach_m``.
 
 Taught in ``notebooks/10_optical_modules.ipynb``.

@@ -23,7 +23,7 @@ from .common import Explorer
 from .scale_up import html_table
 
 __all__ = ["LINK_COLORS", "SHORT", "SPEED_OPTIONS", "SWEEP_GPUS", "TECH_COLORS", "OpticsExplorer",
-           "cluster_groups"]
+           "cluster_groups", "speed_text"]
 
 #: One colour per technology, the same in the notebook's figures.
 TECH_COLORS = {"dsp": "#1f77b4", "lpo": "#2ca02c", "npo": "#9467bd", "cpo": "#d62728",
@@ -51,6 +51,11 @@ def cluster_groups(n_gpus: int, port_gbps: float, switch: str, endpoint_leaf_m: 
     radix = fabric.switch_chip(switch).radix(port_gbps)
     design = fabric.size_fabric(n_gpus, radix, port_gbps)
     return design, design.link_groups(endpoint_leaf_m, leaf_spine_m, spine_core_m)
+
+
+def speed_text(gbps: float) -> str:
+    """``800`` → ``"800G"``, ``1600`` → ``"1.6T"`` (how ports and modules are named)."""
+    return f"{gbps / 1000:g}T" if gbps >= 1000 else f"{gbps:g}G"
 
 
 def _kw(watts: float) -> str:
@@ -119,8 +124,7 @@ class OpticsExplorer(Explorer):
     def _render(self, r: dict[str, Any]) -> str:
         design, choice, sweep = r["design"], r["choice"], r["sweep"]
         n = design.endpoints
-        speed = dict((v, k) for k, v in SPEED_OPTIONS).get(r["speed_gbps"],
-                                                          f"{r['speed_gbps']:g}G")
+        speed = speed_text(r["speed_gbps"])
         series = {SHORT[c]: (sweep["gpus"], sweep[c].power_w / 1e3) for c in optics.OPTICAL}
         colors = {SHORT[c]: TECH_COLORS[c] for c in optics.OPTICAL}
         points = {SHORT[c]: (n, r["bills"][c].power_w / 1e3) for c in optics.OPTICAL}
