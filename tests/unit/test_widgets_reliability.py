@@ -45,6 +45,10 @@ def test_more_gpus_fail_more_often_and_want_shorter_intervals(explorer):
     assert explorer.result["mtbf_s"] == pytest.approx(reliability.mtbf_h(131072) * 3600)
     assert explorer.result["daly_s"] < daly_16k
     assert "62.1 failures a day" in explorer.readout.value
+    explorer.controls["study"].value = "meta-rsc1"  # Kokolis et al.: 0.23 h at 131,072 GPUs
+    assert explorer.result["mtbf_s"] == pytest.approx(reliability.mtbf_h(131072, "meta-rsc1")
+                                                      * 3600)
+    assert "13.5 min" in explorer.readout.value
 
 
 def test_typed_mtbf_and_custom_checkpoint_size(explorer):
@@ -52,6 +56,7 @@ def test_typed_mtbf_and_custom_checkpoint_size(explorer):
                         model=CUSTOM_SIZE, checkpoint_tb=3.0, storage_gbytes_s=10.0)
     r = explorer.result
     assert explorer.error is None and not explorer.controls["mtbf_h"].disabled
+    assert explorer.controls["study"].disabled
     assert r["plan"].total_bytes == pytest.approx(3e12)
     assert r["delta_s"] == pytest.approx(300.0)  # 3 TB at 10 GB/s: Daly's delta of 5 min
     assert units.seconds_to_minutes(r["daly_s"]) == pytest.approx(116.69, abs=0.01)  # Fig. 3

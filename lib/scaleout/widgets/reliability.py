@@ -2,7 +2,8 @@
 
 Pick the checkpoint interval, the model (or a checkpoint size), the storage
 bandwidth, and where the mean time between failures comes from (a GPU count and
-Llama 3's failure rates, or an MTBF typed in), plus the restart time. The chart
+a study's failure rates, by default Llama 3's, or an MTBF typed in), plus the
+restart time. The chart
 shows goodput (kept work over wall time) against the interval on a log axis,
 Daly's exact model and Young's first-order one, with Young's and Daly's optima
 marked; the readout gives the numbers. Every number comes from
@@ -76,6 +77,8 @@ class CheckpointExplorer(Explorer):
                                                  continuous_update=False, **_WIDE),
             "mtbf_from": W.Dropdown(options=list(MTBF_SOURCES), value=MTBF_SOURCES[0],
                                     description="MTBF from", **_WIDE),
+            "study": W.Dropdown(options=reliability.study_names(), value=_STUDY,
+                                description="failure rates", **_WIDE),
             "n_gpus": W.BoundedIntText(value=16384, min=0, max=10_000_000, description="GPUs",
                                        **_WIDE),
             "mtbf_h": W.FloatText(value=3.0, description="MTBF (hours)", **_WIDE),
@@ -89,6 +92,7 @@ class CheckpointExplorer(Explorer):
         self.controls["checkpoint_tb"].disabled = not custom
         by_gpus = v["mtbf_from"] == MTBF_SOURCES[0]
         self.controls["mtbf_h"].disabled = by_gpus
+        self.controls["study"].disabled = not by_gpus
         n_gpus = v["n_gpus"]
         if custom:  # a size in TB at 14 bytes per parameter (weights + Adam state)
             size = float(v["checkpoint_tb"]) * units.TB
@@ -99,7 +103,7 @@ class CheckpointExplorer(Explorer):
             params = v["model"]
         plan = reliability.checkpoint_plan(params, n_gpus, storage_gbytes_s=v["storage_gbytes_s"])
         if by_gpus:
-            mtbf_s = units.hours_to_seconds(float(reliability.mtbf_h(n_gpus, _STUDY)))
+            mtbf_s = units.hours_to_seconds(float(reliability.mtbf_h(n_gpus, v["study"])))
         else:
             mtbf_s = units.hours_to_seconds(checks.check_positive("MTBF (hours)", v["mtbf_h"]))
         restart_s = units.minutes_to_seconds(v["restart_min"])
