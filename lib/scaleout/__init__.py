@@ -34,6 +34,10 @@ module         what it models                                         notebook
                RDMA/TCP latency on a fabric
 ``optics``     optical modules and copper cables: reach, lanes and     10
                fibres at 112G/224G, pJ/bit, a fabric's optics bill
+``reliability``
+               failure rates from published reports, cluster MTBF,    11
+               checkpoints, Young/Daly intervals, goodput, spares
+               and elastic shrink, Monte-Carlo runs, stragglers
 ``widgets``    ipywidgets explorers (no model logic)                  00-07
 ``plotting``   matplotlib and SVG figures (no model logic)            00-07
 ``svgchart``   tiny SVG charts for fast widget redraws                00-07
