@@ -126,3 +126,22 @@ def open_explorer(serve_voila: Callable[[Path], VoilaServer], watched_page: Watc
                     f"{body[-3000:]}\n--- browser ---\n" + "\n".join(watched_page.problems())
                     + f"\n--- voila log ---\n{server.log()}", pytrace=False)
     return watched_page
+
+
+def assert_bad_value_recovers(app: WatchedPage, set_bad: Callable[[], None],
+                              set_good: Callable[[], None], message: str) -> None:
+    """``set_bad`` shows a ⚠ status containing ``message`` (page clean); ``set_good`` clears it.
+
+    The readout after ``set_good`` must equal the readout before ``set_bad``: the same valid
+    input gives the same result, and a bad one leaves no trace.
+    """
+    page = app.page
+    readout = text_of(page, READOUT)
+    set_bad()
+    wait_for_text(page, STATUS, "a ⚠ status message", "t => t.startsWith('⚠')")
+    assert message in text_of(page, STATUS), text_of(page, STATUS)
+    assert_page_clean(app)
+    set_good()
+    wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
+    assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
+    assert_page_clean(app)

@@ -16,9 +16,8 @@ import pytest
 from .pages import (
     NOTEBOOKS,
     READOUT,
-    STATUS,
+    assert_bad_value_recovers,
     assert_control_redraws,
-    assert_page_clean,
     open_explorer,
     set_int_text,
     text_of,
@@ -56,16 +55,9 @@ def test_interval_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
 
 def test_empty_cluster_shows_a_status_and_recovers(app: WatchedPage) -> None:
     page = app.page
-    readout = text_of(page, READOUT)
     gpus = int(page.locator(GPUS_INPUT).first.input_value())
-    set_int_text(page, GPUS_INPUT, 0)
-    wait_for_text(page, STATUS, "a ⚠ status message", "t => t.startsWith('⚠')")
-    assert "an empty cluster" in text_of(page, STATUS)
-    assert_page_clean(app)
-    set_int_text(page, GPUS_INPUT, gpus)
-    wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
-    assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
-    assert_page_clean(app)
+    assert_bad_value_recovers(app, lambda: set_int_text(page, GPUS_INPUT, 0),
+                              lambda: set_int_text(page, GPUS_INPUT, gpus), "an empty cluster")
 
 
 def test_zero_mtbf_shows_a_status_and_a_valid_mtbf_clears_it(app: WatchedPage) -> None:
@@ -73,11 +65,8 @@ def test_zero_mtbf_shows_a_status_and_a_valid_mtbf_clears_it(app: WatchedPage) -
     before = text_of(page, READOUT)
     page.locator(MTBF_FROM_SELECT).first.select_option(label="MTBF (hours)")
     wait_for_text(page, READOUT, "the typed-MTBF readout", f"t => t !== {before!r}")
-    set_int_text(page, MTBF_INPUT, 0)
-    wait_for_text(page, STATUS, "a ⚠ status message", "t => t.startsWith('⚠')")
-    assert "MTBF (hours) must be a finite number > 0" in text_of(page, STATUS)
-    assert_page_clean(app)
+    assert_bad_value_recovers(app, lambda: set_int_text(page, MTBF_INPUT, 0),
+                              lambda: set_int_text(page, MTBF_INPUT, 3),
+                              "MTBF (hours) must be a finite number > 0")
     set_int_text(page, MTBF_INPUT, 24)
-    wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
     wait_for_text(page, READOUT, "the readout for a 24-hour MTBF", "t => t.includes('24 h')")
-    assert_page_clean(app)
