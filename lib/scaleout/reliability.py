@@ -414,14 +414,14 @@ def cluster_failure_rate_per_h(n_gpus, study_name="llama3-405b", *, gpus_per_nod
 
 def mtbf_h(n_gpus, study_name="llama3-405b", **counts):
     """Mean time between failures of a cluster, hours: ``1 / cluster_failure_rate_per_h``."""
-    return 1.0 / np.asarray(cluster_failure_rate_per_h(n_gpus, study_name, **counts)) + 0.0
+    return _out(1.0 / np.asarray(cluster_failure_rate_per_h(n_gpus, study_name, **counts)))
 
 
 def failures_per_day(n_gpus, study_name="llama3-405b", **counts):
     """Expected failures per day: ``24 x cluster_failure_rate_per_h``."""
     hours_per_day = SECONDS_PER_DAY / SECONDS_PER_HOUR
-    return np.asarray(cluster_failure_rate_per_h(n_gpus, study_name, **counts)) * hours_per_day \
-        + 0.0
+    return _out(np.asarray(cluster_failure_rate_per_h(n_gpus, study_name, **counts))
+                * hours_per_day)
 
 
 def idle_gpu_hours(n_gpus, stall_s):
@@ -430,7 +430,7 @@ def idle_gpu_hours(n_gpus, stall_s):
     One failed GPU stops every all-reduce; until the failure is detected (a
     collective's timeout) and the job restarted, ``n_gpus x stall_s`` of GPU time is lost.
     """
-    return _check_gpus(n_gpus) * _nonneg("stall_s", stall_s) / SECONDS_PER_HOUR + 0.0
+    return _out(_check_gpus(n_gpus) * _nonneg("stall_s", stall_s) / SECONDS_PER_HOUR)
 
 
 # =========================================================================== checkpoints

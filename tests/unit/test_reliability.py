@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 import pytest
-from scaleout import memory, reliability, units
+from scaleout import catalog, memory, reliability, units
 from scaleout.catalog import DATA_DIR
 
 MIN, HOUR, DAY = 60.0, 3600.0, 86400.0
@@ -131,13 +131,14 @@ def test_young_formula():
     assert reliability.young_interval_s(2.0, 3600.0) == pytest.approx(120.0)
 
 
-@pytest.mark.parametrize(("mtbf_s", "printed_min"),
-                         [(24 * HOUR, 117), (6 * HOUR, 57), (15 * MIN, 9.1)])
-def test_daly_figures_3_to_5(mtbf_s, printed_min):
-    """Daly 2006, Figs. 3-5: delta = 5 min gives tau_opt = 117, 57 and 9.1 min."""
-    tau = reliability.daly_interval_s(5 * MIN, mtbf_s) / MIN
-    digits = 1 if printed_min < 10 else 0
-    assert round(tau, digits) == printed_min
+DALY = catalog.published("daly2006_figs")
+
+
+@pytest.mark.parametrize("case", DALY["case"], ids=lambda c: f"Fig. {c['figure']}")
+def test_daly_figures_3_to_5(case):
+    """Daly 2006, Figs. 3-5: delta = 5 min gives tau_opt = 117, 57 and 9.1 min as printed."""
+    tau = reliability.daly_interval_s(DALY["dump_minutes"] * MIN, case["mtbf_minutes"] * MIN)
+    assert round(tau / MIN, case["printed_decimals"]) == case["tau_opt_minutes"]
 
 
 def test_daly_reduces_to_young_for_small_delta_over_m():
