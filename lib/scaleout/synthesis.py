@@ -27,9 +27,12 @@ Bandwidths are per direction; times in seconds unless a name says otherwise. Tau
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from . import catalog, collectives, fabric, optics, plan, reliability, units
 from .catalog import DATA_DIR, GPU, Link, ModelSpec, _Entry, _f, _lookup, load_entries
@@ -54,12 +57,15 @@ __all__ = [
     "default_switch",
     "design_cluster",
     "domain_lanes",
+    "fibre_delay_s",
     "load_domains",
     "reliability_at",
+    "scale_across_alpha",
     "scaleout_fabric",
     "scaleup_domain",
     "scaleup_domain_names",
     "scaleup_domains",
+    "scaleup_optics",
     "semantics_of",
     "semantics_table",
     "transfer_time_s",
@@ -288,6 +294,57 @@ def domain_lanes(spec: str | ScaleupDomain, lane_gbps: int) -> dict[str, int | N
         return {"lanes": None, "fibres": None}
     return {"lanes": int(optics.lanes_needed(d.link_gbps, lane)),
             "fibres": int(optics.fibres_needed(d.link_gbps, lane))}
+
+
+def scaleup_optics(spec: str | ScaleupDomain, choice: str = "lpo", *, link_gbps: float = 800.0,
+                   length_m: float = 30.0, lane_gbps: int | None = None) -> optics.FabricBill:
+    """The optics of the links between a super-node's chassis (its L1 to L2 switches).
+
+    In a non-blocking two-tier domain every accelerator's whole scale-up bandwidth leaves its
+    chassis once, so the optical tier carries ``accelerators × link_gbps`` per direction:
+    ``⌈that / link_gbps⌉`` links of ``link_gbps`` (an assumption about the wiring: the
+    sources give the topology, not the module count), each priced by
+    :func:`scaleout.optics.fabric_bill` with ``choice`` (no copper: the links leave the
+    chassis).
+
+    Raises
+    ------
+    ValueError
+        For a domain whose chassis are not joined optically, or whose bandwidth is unpublished.
+    """
+    d = scaleup_domain(spec)
+    if not d.optical_between_chassis:
+        raise ValueError(f"scale-up domain {d.name!r} joins its chassis with "
+                         f"{d.outer_medium or 'no'} links: no optics between chassis to price")
+    if d.link_gbps is None:
+        raise ValueError(f"scale-up domain {d.name!r} has no published bandwidth per accelerator")
+    speed = check_positive("link_gbps", link_gbps)
+    links = math.ceil(d.accelerators * d.link_gbps / speed - 1e-9)
+    group = fabric.LinkGroup("chassis-L2", links, check_positive("length_m", length_m), speed)
+    return optics.fabric_bill([group], choice, lane_gbps=lane_gbps, copper=False)
+
+
+# =========================================================================== scale-across
+def fibre_delay_s(distance_m, ns_per_m: float = fabric.FIBRE_NS_PER_M):
+    """One-way propagation delay over ``distance_m`` of fibre, seconds (about 4.9 ns per metre:
+    :data:`scaleout.fabric.FIBRE_NS_PER_M`). Array-friendly."""
+    d = np.asarray(distance_m, dtype=float)
+    if not np.all(np.isfinite(d)) or np.any(d < 0):
+        raise ValueError(f"distance_m must be finite numbers >= 0, got {distance_m!r}")
+    out = units.ns_to_seconds(d * check_positive("ns_per_m", ns_per_m))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def scale_across_alpha(link: str | Link, distance_m: float) -> collectives.AlphaBeta:
+    """α and B of one step between two sites ``distance_m`` apart over a network port.
+
+    The port's own per-step latency (``data/links.toml``) plus the fibre's one-way delay
+    (:func:`fibre_delay_s`): what every step of a collective that spans buildings or data
+    centres pays. Feed it to :func:`scaleout.collectives.collective_time`.
+    """
+    spec = catalog.link(link)
+    return collectives.AlphaBeta(spec.latency_s + fibre_delay_s(distance_m),
+                                 spec.bandwidth_bytes_s)
 
 
 # =========================================================================== domain size vs plan

@@ -355,3 +355,40 @@ def test_design_cluster_picks_the_smallest_count_within_the_deadline():
     with pytest.raises(ValueError, match="deadline_days must be a finite number > 0"):
         S.design_cluster("llama3-70b", "GB200", 2e12, 0, 2304, counts)
 
+
+
+# --------------------------------------------------------------------------- optics of super-nodes
+def test_scaleup_optics_prices_the_chassis_to_l2_tier():
+    d = S.scaleup_domain("DGX GH200")
+    lpo = S.scaleup_optics(d, "lpo")
+    # 256 GPUs x 3,600 Gb/s leave their chassis once: 1,152 links of 800G, two ends each
+    assert lpo.links == 256 * 3600 // 800 == 1152 and lpo.transceivers == 2 * 1152
+    assert lpo.cables == 0 and lpo.groups[0].module.technology == "lpo"
+    assert lpo.power_w == pytest.approx(2 * 1152 * optics.module("800G LPO DR8").power_w)
+    # LPO's ~6 W against DSP's ~15 W per 800G module: the scale-up case for linear optics
+    assert S.scaleup_optics(d, "dsp").power_w / lpo.power_w == pytest.approx(
+        optics.module("800G DSP SR8").power_w / optics.module("800G LPO DR8").power_w)
+    cm = S.scaleup_optics("CloudMatrix384", link_gbps=1600)
+    assert cm.links == math.ceil(384 * 392 * 8 / 1600)
+
+
+def test_scaleup_optics_bad_input():
+    with pytest.raises(ValueError, match="'GB200 NVL72' joins its chassis with electrical links"):
+        S.scaleup_optics("GB200 NVL72")
+    with pytest.raises(ValueError, match="'HGX H100 8-GPU' joins its chassis with no links"):
+        S.scaleup_optics("HGX H100 8-GPU")
+    with pytest.raises(ValueError, match="link_gbps must be a finite number > 0"):
+        S.scaleup_optics("DGX GH200", link_gbps=0)
+
+
+# --------------------------------------------------------------------------- scale-across
+def test_fibre_delay_and_the_alpha_between_sites():
+    # light in glass: about 4.9 ns per metre, so 10 km is 49 us one way
+    assert S.fibre_delay_s(10_000) == pytest.approx(10_000 * fabric.FIBRE_NS_PER_M * 1e-9)
+    assert S.fibre_delay_s([0, 1000]) == pytest.approx([0, 4.9e-6])
+    ab = S.scale_across_alpha("InfiniBand NDR", 10_000)
+    link = catalog.link("InfiniBand NDR")
+    assert ab.latency_s == pytest.approx(link.latency_s + 49e-6, rel=1e-3)
+    assert ab.bandwidth_bytes_s == link.bandwidth_bytes_s
+    with pytest.raises(ValueError, match="distance_m must be finite numbers >= 0"):
+        S.fibre_delay_s(-1)
