@@ -38,9 +38,11 @@ module         what it models                                         notebook
                failure rates from published reports, cluster MTBF,    11
                checkpoints, Young/Daly intervals, goodput, spares
                and elastic shrink, Monte-Carlo runs, stragglers
-``widgets``    ipywidgets explorers (no model logic)                  00-07
-``plotting``   matplotlib and SVG figures (no model logic)            00-07
-``svgchart``   tiny SVG charts for fast widget redraws                00-07
+``costs``      GPU-hours, energy and optics at the user's prices       reports
+``report``     papermill reports rendered to HTML; YAML sweeps        reports
+``widgets``    ipywidgets explorers (no model logic)                  00-12
+``plotting``   matplotlib and SVG figures (no model logic)            00-12
+``svgchart``   tiny SVG charts for fast widget redraws                00-12
 =============  =====================================================  ===========
 """
 
