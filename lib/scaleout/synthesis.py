@@ -26,6 +26,7 @@ Bandwidths are per direction; times in seconds unless a name says otherwise. Tau
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -350,9 +351,15 @@ def scale_across_alpha(link: str | Link, distance_m: float) -> collectives.Alpha
 # =========================================================================== domain size vs plan
 @dataclass(frozen=True)
 class DomainOption:
-    """The planner's best layout when ``domain_gpus`` GPUs share one scale-up domain."""
+    """The planner's best layout when ``domain_gpus`` GPUs share one scale-up domain.
+
+    ``placed_as`` is the domain size the plan was searched and evaluated with: ``domain_gpus``
+    itself, or a smaller compared size that divides it when the layout placed in blocks of that
+    size is faster (see :func:`compare_domains`).
+    """
 
     domain_gpus: int
+    placed_as: int
     plan: plan.Plan
     result: plan.PlanResult
     n_evaluated: int
@@ -361,8 +368,10 @@ class DomainOption:
 
     @property
     def label(self) -> str:
-        """The plan, as the planner labels it."""
-        return self.plan.label
+        """The plan, as the planner labels it (and how it is placed, if in smaller blocks)."""
+        if self.placed_as == self.domain_gpus:
+            return self.plan.label
+        return f"{self.plan.label} (placed as {self.placed_as}-GPU blocks)"
 
     @property
     def step_s(self) -> float:
@@ -436,15 +445,26 @@ def _domain_size(value) -> int:
 
 def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_batch: int,
                     domain_sizes: Iterable[int | str] = (8, 72), *, tokens: float | None = None,
-                    inter: str | None = None, **search_kw) -> DomainComparison:
+                    inter: str | None = None, nested: bool = True,
+                    **search_kw) -> DomainComparison:
     """For each scale-up domain size, the planner's best plan, its step time and training days.
 
     Each size ``d`` runs :func:`scaleout.plan.search` with ``gpus_per_node=d`` (the GPU's
     scale-up link inside a domain, ``inter`` or its usual network port between domains,
     :func:`scaleout.plan.default_network`) and keeps the fastest plan that fits, evaluated in
-    full (:meth:`scaleout.plan.SearchResult.result`). A size is skipped, with its reason, when
-    the GPUs do not fill whole domains or no plan is valid or fits; if every size is skipped,
-    the reasons are raised.
+    full (:meth:`scaleout.plan.SearchResult.result`).
+
+    With ``nested`` (the default), a domain of ``d`` GPUs may also run the best layout of any
+    smaller compared size ``e`` that divides ``d``, placed in blocks of ``e`` GPUs: the blocks
+    inside one domain are joined by NVLink too, but are modelled as joined by the network, so
+    the time is an upper bound. Each size keeps the faster (``placed_as`` says which), so a
+    domain is never slower than a smaller one that divides it. Without it, the planner's
+    placement (as many data-parallel ranks per domain as fit) can make a larger domain
+    slower when that count does not divide the replicas: the group then falls back to one
+    flat ring over the network.
+
+    A size is skipped, with its reason, when the GPUs do not fill whole domains or no plan is
+    valid or fits; if every size is skipped, the reasons are raised.
 
     Parameters
     ----------
@@ -472,7 +492,8 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
     sizes = sorted({_domain_size(d) for d in domain_sizes})
     if not sizes:
         raise ValueError("domain_sizes must name at least one scale-up domain size")
-    options, skipped = [], {}
+    own: dict[int, DomainOption] = {}
+    skipped: dict[int, str] = {}
     for d in sizes:
         if n % d:
             skipped[d] = (f"{n:,} GPUs do not fill whole {d}-GPU domains "
@@ -484,8 +505,17 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
         except plan.NoPlanError as exc:
             skipped[d] = str(exc)
             continue
-        options.append(DomainOption(d, found.plan(0), found.result(0), found.n_evaluated,
-                                    found.n_fit, found))
+        own[d] = DomainOption(d, d, found.plan(0), found.result(0), found.n_evaluated,
+                              found.n_fit, found)
+    options = []
+    for d in sizes:
+        pool = [o for e, o in own.items() if d % e == 0 and (nested or e == d)]
+        if n % d or not pool:
+            continue
+        best = min(pool, key=lambda o: (o.step_s, -o.domain_gpus))
+        options.append(best if best.domain_gpus == d
+                       else dataclasses.replace(best, domain_gpus=d))
+        skipped.pop(d, None)
     if not options:
         reasons = "; ".join(f"{d} GPUs per domain: {why}" for d, why in skipped.items())
         raise plan.NoPlanError(f"no domain size gives a plan for {m.name} on {n:,} × "

@@ -55,6 +55,7 @@ __all__ = [
     "gib_to_bytes",
     "gib_to_gb",
     "hours_to_seconds",
+    "km_to_m",
     "minutes_to_seconds",
     "ns_to_seconds",
     "per_direction",
@@ -199,3 +200,8 @@ def pj_per_bit(power_w, gbps):
 def ns_to_seconds(ns):
     """Nanoseconds (switch and cable latencies) to seconds. Works on arrays."""
     return ns * 1e-9
+
+
+def km_to_m(km):
+    """Kilometres (distances between sites) to metres. Works on arrays."""
+    return km * 1e3

@@ -198,9 +198,10 @@ def test_semantics_table_bad_input():
     ("llama3-70b", "H100-SXM5-80GB", 576, 1152),
 ])
 def test_compare_domains_is_plan_search_per_domain_size(model, gpu, n, batch):
-    cmp = S.compare_domains(model, gpu, n, batch, (8, 72), tokens=1e12)
+    cmp = S.compare_domains(model, gpu, n, batch, (8, 72), tokens=1e12, nested=False)
     assert cmp.sizes == (8, 72) and not cmp.skipped
     for option in cmp.options:
+        assert option.placed_as == option.domain_gpus
         direct = plan.search(model, gpu, n, batch, gpus_per_node=option.domain_gpus,
                              tokens=1e12)
         assert option.plan == direct.plan(0)
@@ -213,6 +214,25 @@ def test_compare_domains_is_plan_search_per_domain_size(model, gpu, n, batch):
     assert cmp.option(72).step_s <= cmp.option(8).step_s
     assert cmp.speedup(72, 8) >= 1.0
     assert cmp.fastest.step_s == min(o.step_s for o in cmp.options)
+
+
+def test_nested_domains_run_a_smaller_divisors_layout_when_it_is_faster():
+    # Llama 3 70B on 576 H100 at TP4 x DP36: in 32-GPU domains the planner packs 8
+    # data-parallel ranks per domain, 8 does not divide 36, and the gradient reduction falls
+    # back to one flat ring over the network: slower than with 16-GPU domains
+    own = S.compare_domains("llama3-70b", "H100", 576, 1152, (8, 16, 32), nested=False)
+    assert own.option(32).step_s > own.option(16).step_s
+    assert own.option(32).result.step["dp_comm"] > own.option(16).result.step["dp_comm"]
+    nested = S.compare_domains("llama3-70b", "H100", 576, 1152, (8, 16, 32))
+    o32 = nested.option(32)
+    assert o32.placed_as == 16 and o32.step_s == own.option(16).step_s
+    assert o32.plan == own.option(16).plan and "placed as 16-GPU blocks" in o32.label
+    # every plan is plan.search's own at the size it is placed as; none is slower than a divisor
+    for o in nested.options:
+        direct = plan.search("llama3-70b", "H100", 576, 1152, gpus_per_node=o.placed_as)
+        assert o.plan == direct.plan(0) and o.domain_gpus % o.placed_as == 0
+        assert all(o.step_s <= p.step_s for p in nested.options
+                   if o.domain_gpus % p.domain_gpus == 0)
 
 
 def test_compare_domains_names_skipped_sizes_and_accepts_domain_names():
