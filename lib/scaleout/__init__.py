@@ -38,6 +38,9 @@ module         what it models                                         notebook
                failure rates from published reports, cluster MTBF,    11
                checkpoints, Young/Daly intervals, goodput, spares
                and elastic shrink, Monte-Carlo runs, stragglers
+``synthesis``  memory vs message semantics; scale-up domain designs;  12
+               best plan per domain size; one cluster plan (fabric,
+               optics, failures, days); design for a deadline
 ``costs``      GPU-hours, energy and optics at the user's prices       reports
 ``report``     papermill reports rendered to HTML; YAML sweeps        reports
 ``widgets``    ipywidgets explorers (no model logic)                  00-12
