@@ -1,0 +1,53 @@
+"""Notebook 12's scale-up vs scale-out explorer as a lecturer sees it: Voila, driven in Chromium.
+
+Choosing another domain size of the design redraws the chart and the readout (the star moves to
+that size); an empty cluster (0 GPUs) shows a one-line status (no traceback) that the former GPU
+count clears, restoring the same readout; the page never shows a Python error nor logs a browser
+console error. Helpers and timeouts are those of tests/browser/pages.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .pages import (
+    NOTEBOOKS,
+    READOUT,
+    assert_bad_value_recovers,
+    assert_control_redraws,
+    open_explorer,
+    set_int_text,
+    text_of,
+)
+from .voila_app import VoilaServer, WatchedPage
+
+NOTEBOOK = NOTEBOOKS / "12_scale_up_vs_scale_out.ipynb"
+DOMAIN_SELECT = ".so-ctl-domain select"  # Dropdown of GPUs per scale-up domain
+GPUS_INPUT = ".so-ctl-n_gpus input"  # BoundedIntText
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
+    """Notebook 12 open in Chromium, its explorer drawn once."""
+    return open_explorer(serve_voila, watched_page, NOTEBOOK, "t => t.includes('the design')")
+
+
+def test_domain_menu_redraws_chart_and_readout(app: WatchedPage) -> None:
+    before = assert_control_redraws(
+        app, lambda: app.page.locator(DOMAIN_SELECT).first.select_option(label="36"),
+        "domain-size chart")
+    assert "★ 72" in before
+    assert "★ 36" in text_of(app.page, READOUT)
+
+
+def test_empty_cluster_shows_a_status_and_recovers(app: WatchedPage) -> None:
+    page = app.page
+    gpus = int(page.locator(GPUS_INPUT).first.input_value())
+    assert_bad_value_recovers(app, lambda: set_int_text(page, GPUS_INPUT, 0),
+                              lambda: set_int_text(page, GPUS_INPUT, gpus),
+                              "n_gpus must be a whole number >= 1")
