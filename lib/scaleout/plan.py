@@ -373,7 +373,7 @@ def _kernel(ctx: _Context, tp, pp, dp, b, v, zero_stage, sp, rc, flash, uneven=F
     p2p = np.where(pp > 1, 2 * v * n_mb * (link_lat + send_bytes / link_bw), 0.0)
 
     # ---- data parallelism / ZeRO: the stage's collectives over dp, hierarchical across nodes
-    per_node_dp = np.maximum(1, np.minimum(dp, gpn // np.minimum(tp, gpn)))
+    per_node_dp = _dp_per_node(dp, np.maximum(1, gpn // np.minimum(tp, gpn)))
     key = (dp * 8 + zero_stage) * 1024 + per_node_dp  # one key per (dp, stage, per-node)
     dp_comm = _by_value(key, lambda k, d, z, pn, grad_b, w_b, mb: _dp_time(
         ctx, int(d[0]), int(z[0]), int(pn[0]), grad_b, w_b, mb),
@@ -393,6 +393,18 @@ def _kernel(ctx: _Context, tp, pp, dp, b, v, zero_stage, sp, rc, flash, uneven=F
         "optimizer": optimizer, "step_s": step, "m": n_mb, "stage_layers": stage_layers,
         "params_per_gpu": params, "in_flight": in_flight,
     }
+
+
+def _dp_per_node(dp: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """Ranks of a data-parallel group that share a node: the largest divisor of ``dp`` that is
+    at most ``room`` (the data-parallel ranks a node has room for, ``gpus_per_node // tp``),
+    so the group splits into whole per-node parts for the hierarchical collectives."""
+    out = np.ones(np.shape(dp), dtype=np.int64)
+    pairs = np.stack([np.asarray(dp), np.broadcast_to(room, np.shape(dp))], axis=-1)
+    for d, r in np.unique(pairs.reshape(-1, 2), axis=0):
+        best = max(k for k in range(1, min(int(d), int(r)) + 1) if d % k == 0)
+        out[(np.asarray(dp) == d) & (np.broadcast_to(room, np.shape(dp)) == r)] = best
+    return out
 
 
 def _dp_time(ctx: _Context, dp: int, stage: int, per_node: int, grad_bytes, weight_bytes, n_mb):

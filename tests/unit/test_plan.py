@@ -347,3 +347,12 @@ def test_best_by_and_rank_where(big_search):
     assert big_search.rank_where(tp=3) is None
     with pytest.raises(ValueError, match="field"):
         big_search.best_by("heads")
+
+
+@pytest.mark.parametrize(("small", "large"), [(8, 16), (16, 32), (8, 72), (36, 72), (16, 144)])
+def test_a_domain_that_holds_whole_smaller_domains_is_never_slower(small, large):
+    """A data-parallel group splits into whole per-node parts (the largest divisor of dp that
+    fits), so growing the NVLink domain by a whole factor never slows the best plan."""
+    a = plan.search("llama3-70b", "H100-SXM5-80GB", 576, 1152, gpus_per_node=small)
+    b = plan.search("llama3-70b", "H100-SXM5-80GB", 576, 1152, gpus_per_node=large)
+    assert b.result(0).step_s <= a.result(0).step_s * (1 + 1e-9)
