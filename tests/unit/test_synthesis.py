@@ -216,17 +216,17 @@ def test_compare_domains_is_plan_search_per_domain_size(model, gpu, n, batch):
     assert cmp.fastest.step_s == min(o.step_s for o in cmp.options)
 
 
-def test_nested_domains_run_a_smaller_divisors_layout_when_it_is_faster():
-    # Llama 3 70B on 576 H100 at TP4 x DP36: in 32-GPU domains the planner packs 8
-    # data-parallel ranks per domain, 8 does not divide 36, and the gradient reduction falls
-    # back to one flat ring over the network: slower than with 16-GPU domains
+def test_nested_domains_keep_the_faster_of_their_own_and_a_divisors_layout():
+    # Llama 3 70B on 576 H100 at TP4 x DP36: the planner splits the data-parallel group into
+    # whole per-domain parts (the largest divisor of 36 that fits), so every size's own layout
+    # is already at least as fast as a divisor's and nesting keeps it
     own = S.compare_domains("llama3-70b", "H100", 576, 1152, (8, 16, 32), nested=False)
-    assert own.option(32).step_s > own.option(16).step_s
-    assert own.option(32).result.step["dp_comm"] > own.option(16).result.step["dp_comm"]
+    assert own.option(32).step_s <= own.option(16).step_s <= own.option(8).step_s
     nested = S.compare_domains("llama3-70b", "H100", 576, 1152, (8, 16, 32))
+    for o in nested.options:
+        assert o.step_s <= own.option(o.domain_gpus).step_s
     o32 = nested.option(32)
-    assert o32.placed_as == 16 and o32.step_s == own.option(16).step_s
-    assert o32.plan == own.option(16).plan and "placed as 16-GPU blocks" in o32.label
+    assert o32.placed_as == 32 and o32.plan == own.option(32).plan
     # every plan is plan.search's own at the size it is placed as; none is slower than a divisor
     for o in nested.options:
         direct = plan.search("llama3-70b", "H100", 576, 1152, gpus_per_node=o.placed_as)
