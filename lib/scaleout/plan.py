@@ -63,6 +63,7 @@ Taught in ``notebooks/08_3d_parallelism_planner.ipynb``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -294,18 +295,33 @@ def _by_value(keys: np.ndarray, fn, *arrays: np.ndarray) -> np.ndarray:
     return out
 
 
-def _group_time(ctx: _Context, op: str, size_bytes: np.ndarray, n: int, per_node: int) -> Any:
+@dataclass(frozen=True)
+class _Links:
+    """The two derated links and how collectives cross nodes (what a collective's time needs)."""
+
+    intra: AlphaBeta
+    inter: AlphaBeta
+    hierarchical: bool
+    inter_algorithm: str
+
+
+def _links(ctx: _Context) -> _Links:
+    return _Links(ctx.intra, ctx.inter, ctx.network.hierarchical, ctx.network.inter_algorithm)
+
+
+def _group_time(ctx: _Context | _Links, op: str, size_bytes: np.ndarray, n: int,
+                per_node: int) -> Any:
     """One collective over ``n`` GPUs, ``per_node`` of them in each node."""
+    links = ctx if isinstance(ctx, _Links) else _links(ctx)
     if n == 1:
         return np.zeros_like(size_bytes)
     if per_node >= n:
-        return collectives.collective_time(op, size_bytes, n, ctx.intra)
+        return collectives.collective_time(op, size_bytes, n, links.intra)
     if per_node > 1 and n % per_node == 0:
-        fab = Fabric(ctx.intra, ctx.inter, per_node, ctx.network.hierarchical,
-                     ctx.network.inter_algorithm)
+        fab = Fabric(links.intra, links.inter, per_node, links.hierarchical,
+                     links.inter_algorithm)
         return fab.time(op, size_bytes, n)
-    return collectives.collective_time(op, size_bytes, n, ctx.inter,
-                                       ctx.network.inter_algorithm)
+    return collectives.collective_time(op, size_bytes, n, links.inter, links.inter_algorithm)
 
 
 def _kernel(ctx: _Context, tp, pp, dp, b, v, zero_stage, sp, rc, flash, uneven=False):
@@ -399,12 +415,22 @@ def _dp_per_node(dp: np.ndarray, room: np.ndarray) -> np.ndarray:
     """Ranks of a data-parallel group that share a node: the largest divisor of ``dp`` that is
     at most ``room`` (the data-parallel ranks a node has room for, ``gpus_per_node // tp``),
     so the group splits into whole per-node parts for the hierarchical collectives."""
-    out = np.ones(np.shape(dp), dtype=np.int64)
-    pairs = np.stack([np.asarray(dp), np.broadcast_to(room, np.shape(dp))], axis=-1)
-    for d, r in np.unique(pairs.reshape(-1, 2), axis=0):
-        best = max(k for k in range(1, min(int(d), int(r)) + 1) if d % k == 0)
-        out[(np.asarray(dp) == d) & (np.broadcast_to(room, np.shape(dp)) == r)] = best
-    return out
+    dp = np.asarray(dp, dtype=np.int64)
+    key = dp * 65536 + np.broadcast_to(np.asarray(room, dtype=np.int64), dp.shape)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    best = [max(k for k in range(1, min(d, r) + 1) if d % k == 0)
+            for d, r in zip((uniq // 65536).tolist(), (uniq % 65536).tolist(), strict=True)]
+    return np.asarray(best, dtype=np.int64)[inverse.reshape(dp.shape)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _linear_cost(intra: AlphaBeta, inter: AlphaBeta, hierarchical: bool, algorithm: str,
+                 op: str, n: int, per_node: int) -> tuple[float, float]:
+    """``(seconds at 0 bytes, seconds per byte)`` of one collective: the α-β model is linear in
+    the size, so two evaluations give every size (cached: a search asks for few groups)."""
+    ctx = _Links(intra, inter, hierarchical, algorithm)
+    t0, t1 = np.asarray(_group_time(ctx, op, np.array([0.0, 1e9]), n, per_node), dtype=float)
+    return float(t0), float((t1 - t0) / 1e9)
 
 
 def _dp_time(ctx: _Context, dp: int, stage: int, per_node: int, grad_bytes, weight_bytes, n_mb):
@@ -418,7 +444,9 @@ def _dp_time(ctx: _Context, dp: int, stage: int, per_node: int, grad_bytes, weig
     for op, what in zero.stage_collectives(stage):
         size = grad_bytes if what == "gradients" else weight_bytes
         repeat = n_mb if (stage == 3 and what != "gradients") else 1
-        total = total + repeat * _group_time(ctx, op, size, dp, per_node)
+        a, b = _linear_cost(ctx.intra, ctx.inter, ctx.network.hierarchical,
+                            ctx.network.inter_algorithm, op, dp, per_node)
+        total = total + repeat * (a + b * size)
     return total
 
 
