@@ -24,9 +24,10 @@ __all__ = ["CUSTOM", "GPU_COUNTS", "USUAL", "PlannerExplorer"]
 CUSTOM = "custom"
 #: Network menu entry for the GPU's usual port (``scaleout.plan.default_network``).
 USUAL = "the GPU's usual port"
-#: GPU counts offered: powers of two and the counts of published runs.
-GPU_COUNTS = (8, 16, 32, 64, 128, 256, 280, 512, 1024, 1536, 1920, 2048, 2520, 3072, 4096,
-              6144, 8192, 12288, 16384, 24576, 32768)
+#: GPU counts offered: powers of two, the counts of published runs, and whole NVL72 racks.
+GPU_COUNTS = tuple(sorted({8, 16, 32, 64, 128, 256, 280, 512, 1024, 1536, 1920, 2048, 2520, 3072,
+                           4096, 6144, 8192, 12288, 16384, 24576, 32768,
+                           72, 144, 288, 576, 1152, 2304, 4608, 9216, 18432}))
 _WIDE = {"style": {"description_width": "110px"}, "layout": W.Layout(width="300px")}
 _TOP = 8
 
