@@ -252,6 +252,16 @@ def _derate(link, efficiency: float) -> AlphaBeta:
 
 # =========================================================================== the kernel
 @dataclass(frozen=True)
+class _Links:
+    """The two derated links and how collectives cross nodes (what a collective's time needs)."""
+
+    intra: AlphaBeta
+    inter: AlphaBeta
+    hierarchical: bool
+    inter_algorithm: str
+
+
+@dataclass(frozen=True)
 class _Context:
     """Everything a plan's time and memory depend on besides the plan itself."""
 
@@ -262,8 +272,7 @@ class _Context:
     recipe: memory.PrecisionRecipe
     seq_len: int
     global_batch: int
-    intra: AlphaBeta
-    inter: AlphaBeta
+    links: _Links
     parts: dict[str, int]
 
 
@@ -277,8 +286,9 @@ def _context(model, gpu, network, calibration, recipe, seq_len, global_batch) ->
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
     return _Context(m, g, net, cal, memory.get_recipe(recipe), s,
                     check_int("global_batch", global_batch),
-                    _derate(net.intra, cal.collective_efficiency),
-                    _derate(net.inter, cal.collective_efficiency),
+                    _Links(_derate(net.intra, cal.collective_efficiency),
+                           _derate(net.inter, cal.collective_efficiency),
+                           net.hierarchical, net.inter_algorithm),
                     memory.param_breakdown(m))
 
 
@@ -295,24 +305,8 @@ def _by_value(keys: np.ndarray, fn, *arrays: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
-class _Links:
-    """The two derated links and how collectives cross nodes (what a collective's time needs)."""
-
-    intra: AlphaBeta
-    inter: AlphaBeta
-    hierarchical: bool
-    inter_algorithm: str
-
-
-def _links(ctx: _Context) -> _Links:
-    return _Links(ctx.intra, ctx.inter, ctx.network.hierarchical, ctx.network.inter_algorithm)
-
-
-def _group_time(ctx: _Context | _Links, op: str, size_bytes: np.ndarray, n: int,
-                per_node: int) -> Any:
+def _group_time(links: _Links, op: str, size_bytes: np.ndarray, n: int, per_node: int) -> Any:
     """One collective over ``n`` GPUs, ``per_node`` of them in each node."""
-    links = ctx if isinstance(ctx, _Links) else _links(ctx)
     if n == 1:
         return np.zeros_like(size_bytes)
     if per_node >= n:
@@ -369,8 +363,11 @@ def _kernel(ctx: _Context, tp, pp, dp, b, v, zero_stage, sp, rc, flash, uneven=F
     # ---- tensor-parallel communication: 4 (6 with full recompute) all-reduces of 2bsh bytes
     tp_bytes = ACTIVATION_BYTES * tokens * h * np.ones_like(tp, dtype=float)
     per_node_tp = np.minimum(tp, gpn)
-    one_ar = _by_value(tp, lambda t, S, k: _group_time(ctx, "all_reduce", S, int(t), int(k[0])),
-                       tp_bytes, per_node_tp)
+    def all_reduce(t, size, per_node):
+        a, b = _linear_cost(ctx.links, "all_reduce", int(t), int(per_node[0]))
+        return a + b * size
+
+    one_ar = _by_value(tp, all_reduce, tp_bytes, per_node_tp)
     tp_layer = (4 + 2 * (rc == 2)) * one_ar
 
     per_layer = 3 * fwd_layer + rec_layer + tp_layer  # forward, backward (2x), recompute, TP
@@ -384,8 +381,10 @@ def _kernel(ctx: _Context, tp, pp, dp, b, v, zero_stage, sp, rc, flash, uneven=F
     tp_comm = n_mb * stage_layers * tp_layer
     bubble = (pp - 1) / v * average
     send_bytes = ACTIVATION_BYTES * tokens * h / tp
-    link_bw = np.where(tp * dp >= gpn, ctx.inter.bandwidth_bytes_s, ctx.intra.bandwidth_bytes_s)
-    link_lat = np.where(tp * dp >= gpn, ctx.inter.latency_s, ctx.intra.latency_s)
+    links = ctx.links
+    link_bw = np.where(tp * dp >= gpn, links.inter.bandwidth_bytes_s,
+                       links.intra.bandwidth_bytes_s)
+    link_lat = np.where(tp * dp >= gpn, links.inter.latency_s, links.intra.latency_s)
     p2p = np.where(pp > 1, 2 * v * n_mb * (link_lat + send_bytes / link_bw), 0.0)
 
     # ---- data parallelism / ZeRO: the stage's collectives over dp, hierarchical across nodes
@@ -424,12 +423,10 @@ def _dp_per_node(dp: np.ndarray, room: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4096)
-def _linear_cost(intra: AlphaBeta, inter: AlphaBeta, hierarchical: bool, algorithm: str,
-                 op: str, n: int, per_node: int) -> tuple[float, float]:
+def _linear_cost(links: _Links, op: str, n: int, per_node: int) -> tuple[float, float]:
     """``(seconds at 0 bytes, seconds per byte)`` of one collective: the α-β model is linear in
     the size, so two evaluations give every size (cached: a search asks for few groups)."""
-    ctx = _Links(intra, inter, hierarchical, algorithm)
-    t0, t1 = np.asarray(_group_time(ctx, op, np.array([0.0, 1e9]), n, per_node), dtype=float)
+    t0, t1 = np.asarray(_group_time(links, op, np.array([0.0, 1e9]), n, per_node), dtype=float)
     return float(t0), float((t1 - t0) / 1e9)
 
 
@@ -444,8 +441,7 @@ def _dp_time(ctx: _Context, dp: int, stage: int, per_node: int, grad_bytes, weig
     for op, what in zero.stage_collectives(stage):
         size = grad_bytes if what == "gradients" else weight_bytes
         repeat = n_mb if (stage == 3 and what != "gradients") else 1
-        a, b = _linear_cost(ctx.intra, ctx.inter, ctx.network.hierarchical,
-                            ctx.network.inter_algorithm, op, dp, per_node)
+        a, b = _linear_cost(ctx.links, op, dp, per_node)
         total = total + repeat * (a + b * size)
     return total
 
@@ -554,7 +550,7 @@ def _throughput(ctx: _Context, n_gpus, step_s, rc) -> dict[str, np.ndarray]:
                                                 model_flops))
     mfu = compute.utilisation(model_flops, step_s, n_gpus, peak)
     hfu = compute.utilisation(hardware, step_s, n_gpus, peak)
-    megatron = compute.megatron_iteration_flops(m, B, s, recompute=True) if m.vocab else 0.0
+    megatron = compute.megatron_iteration_flops(m, B, s, recompute=True)
     return {"tokens_per_s": B * s / np.asarray(step_s), "mfu": mfu, "hfu": hfu,
             "model_tflops": mfu * peak / 1e12, "hardware_tflops": hfu * peak / 1e12,
             "megatron_tflops": megatron / (np.asarray(step_s) * n_gpus) / 1e12}
@@ -970,10 +966,6 @@ class ValidationRow:
         return 100 * (self.predicted / self.published - 1)
 
 
-def _selene(gpu: GPU) -> Fabric:
-    return default_network(gpu)
-
-
 def validate(calibration: Calibration | None = None) -> list[ValidationRow]:
     """Predict the 18 published cases with one calibration.
 
@@ -998,7 +990,7 @@ def validate(calibration: Calibration | None = None) -> list[ValidationRow]:
             plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["gpus"] // (run["tp"] * run["pp"]),
                         micro_batch=run["micro_batch"], global_batch=run["global_batch"],
                         sp=sp, recompute=rc, interleave=run["interleave"])
-            r = evaluate(m, g, plan, _selene(g), calibration=cal)
+            r = evaluate(m, g, plan, default_network(g), calibration=cal)
             rows.append(ValidationRow("Korthikanti et al. 2022, Table 5",
                                       f"{m.name}, {label}", "s/iteration", run[key], r.step_s))
     mt = catalog.published("megatron_lm_table1")
@@ -1008,7 +1000,7 @@ def validate(calibration: Calibration | None = None) -> list[ValidationRow]:
         d = run["gpus"] // (run["tp"] * run["pp"])
         plan = Plan(tp=run["tp"], pp=run["pp"], dp=d, micro_batch=1, global_batch=run["batch"],
                     recompute="full")
-        r = evaluate(m, g, plan, _selene(g), calibration=cal)
+        r = evaluate(m, g, plan, default_network(g), calibration=cal)
         rows.append(ValidationRow("Narayanan et al. 2021, Table 1",
                                   f"{m.name} on {run['gpus']:,} GPUs", "TFLOP/s per GPU",
                                   run["achieved_tflops_per_gpu"], r.megatron_tflops_per_gpu))
