@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checks import check_positive, check_range
+from .checks import check_int, check_positive, check_range
 
 __all__ = ["RunCost", "run_cost"]
 
@@ -45,7 +45,7 @@ def run_cost(n_gpus: int, wall_hours: float, gpu_tdp_w: float, optics_power_w: f
     one 800G DSP module), priced at ``reference_module_price`` each. Set a price to 0 to
     leave that part out (for instance GPU time when the cluster is owned).
     """
-    n = check_positive("n_gpus", n_gpus)
+    n = check_int("n_gpus", n_gpus)
     hours = check_positive("wall_hours", wall_hours)
     check_positive("gpu_tdp_w", gpu_tdp_w)
     check_positive("optics_power_w", optics_power_w, allow_zero=True)

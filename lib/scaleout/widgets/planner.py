@@ -10,6 +10,7 @@ All numbers come from :func:`scaleout.plan.search`; charts are SVG
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections.abc import Mapping
 from typing import Any
@@ -92,12 +93,17 @@ class PlannerExplorer(Explorer):
         tokens = float(v["tokens_b"]) * 1e9
         if tokens <= 0:
             raise ValueError(f"tokens (B) must be > 0 billion tokens, got {v['tokens_b']!r}")
-        inter = None if v["network"] == USUAL else v["network"]
-        network = plan.default_network(v["gpu"], v["gpus_per_node"], inter)
-        result = plan.search(self._model(v), v["gpu"], v["n_gpus"], v["global_batch"], network,
-                             seq_len=v["seq_len"], tokens=tokens,
-                             flash_attention=v["flash_attention"])
+        key = tuple(value for name, value in sorted(v.items()) if name != "tokens_b")
+        if key == getattr(self, "_key", None):  # only the budget changed: keep the search
+            result = dataclasses.replace(self.result, tokens=tokens)
+        else:
+            inter = None if v["network"] == USUAL else v["network"]
+            network = plan.default_network(v["gpu"], v["gpus_per_node"], inter)
+            result = plan.search(self._model(v), v["gpu"], v["n_gpus"], v["global_batch"],
+                                 network, seq_len=v["seq_len"], tokens=tokens,
+                                 flash_attention=v["flash_attention"])
         self.best = result.result(0)
+        self._key = key
         return result
 
     # -- drawing ----------------------------------------------------------------------------
