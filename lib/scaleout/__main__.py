@@ -60,12 +60,20 @@ def _report(args: argparse.Namespace) -> int:
     try:
         notebook = _resolve_notebook(args.notebook)
         out_dir = Path(args.output or report.REPO_ROOT / "reports" / "out")
+        if out_dir.exists() and not out_dir.is_dir():
+            raise ValueError(f"-o {str(out_dir)!r} is an existing file; give a folder")
+        if args.timeout <= 0:
+            raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
         if args.sweep:
             if args.parameter:
                 raise ValueError("give either -p parameters or --sweep, not both")
             report.load_sweep(args.sweep)  # a malformed file fails before anything runs
         else:
-            params = {name: report.parse_value(value) for name, value in args.parameter}
+            params: dict = {}
+            for name, value in args.parameter:
+                if name in params:
+                    raise ValueError(f"parameter {name} is given twice")
+                params[name] = report.parse_value(value)
             params = report.check_parameters(notebook, params)
     except ValueError as exc:
         print(f"scaleout report: error: {exc}", file=sys.stderr)
@@ -73,7 +81,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.sweep:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         result = report.run_sweep(notebook, args.sweep, out_dir / f"sweep-{stamp}",
-                                  progress=not args.no_progress)
+                                  progress=not args.no_progress, timeout_s=args.timeout)
         for r in result.reports:
             print(f"{r.name}: {r.html} ({r.seconds:.1f} s)")
         for name, why in result.failures.items():
@@ -81,7 +89,12 @@ def _report(args: argparse.Namespace) -> int:
         if result.table_html:
             print(f"comparison: {result.table_html}")
         return 1 if result.failures else 0
-    result = report.run_report(notebook, params, out_dir, progress=not args.no_progress)
+    try:
+        result = report.run_report(notebook, params, out_dir, progress=not args.no_progress,
+                                   timeout_s=args.timeout)
+    except report.ReportError as exc:
+        print(f"scaleout report: the notebook failed: {exc}", file=sys.stderr)
+        return 1
     print(f"{result.html} ({result.seconds:.1f} s; executed notebook {result.notebook.name})")
     return 0
 
@@ -101,9 +114,44 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--sweep", metavar="FILE.yaml", help="run every parameter set of a YAML file")
     rep.add_argument("-o", "--output", metavar="DIR", help="output folder (default reports/out)")
     rep.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rep.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+                     help="the longest one report (or one sweep set) may run (default 1800)")
     rep.set_defaults(run=_report)
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        rest, parameters = _take_parameters(argv)
+    except ValueError as exc:
+        parser.error(str(exc))
+    args = parser.parse_args(rest)
+    if parameters:
+        if args.command != "report":
+            parser.error(f"-p is an option of 'report', not of {args.command!r}")
+        args.parameter = parameters
     return args.run(args)
+
+
+def _take_parameters(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Every ``-p NAME VALUE`` (or ``--parameter``) taken out of ``argv``, VALUE verbatim.
+
+    argparse would read ``-p tokens -1e12`` as an option named ``-1e12``; a value here is
+    whatever follows the name, even when it starts with "-".
+    """
+    rest: list[str] = []
+    parameters: list[tuple[str, str]] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--":
+            rest += argv[i:]
+            break
+        if argv[i] in ("-p", "--parameter"):
+            if len(argv) - i < 3:
+                raise ValueError(f"{argv[i]} needs a NAME and a VALUE")
+            parameters.append((argv[i + 1], argv[i + 2]))
+            i += 3
+            continue
+        rest.append(argv[i])
+        i += 1
+    return rest, parameters
 
 
 if __name__ == "__main__":

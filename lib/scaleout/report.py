@@ -19,19 +19,23 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "REPORTS_DIR",
+    "ReportError",
     "ReportResult",
     "SweepResult",
     "check_parameters",
     "load_sweep",
+    "load_yaml",
     "notebook_parameters",
+    "parameters_source",
     "parse_value",
+    "plain_value",
     "render_html",
     "run_report",
     "run_sweep",
@@ -45,15 +49,134 @@ CELL_TIMEOUT_S = 600
 
 
 # =========================================================================== parameters
-def parse_value(text: str) -> Any:
-    """A command-line value as YAML reads it: ``8`` → 8, ``1.5e12`` → 1.5e12, ``true`` → True,
-    ``[8, 72]`` → a list, anything else → the string."""
+#: Limits on what a parameter value may hold (a value is plain data: text, numbers, true/false,
+#: null, and lists or mappings of those). They bound the work any value can cause.
+MAX_DEPTH = 8            # lists or mappings nested at most this deep
+MAX_ITEMS = 10_000       # scalars and containers in one value (or one YAML document)
+MAX_TEXT = 10_000        # characters in one string, and in one -p value
+MAX_SWEEP_BYTES = 1_000_000  # size of a sweep file
+MAX_SETS = 1_000         # parameter sets in one sweep
+SET_TIMEOUT_S = 1_800    # one sweep set (or one report) runs at most this long
+
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "str",
+                                                 "seq", "map")}
+
+
+def _yaml_loader():
+    """A YAML loader that builds plain data only.
+
+    PyYAML's safe loader still builds tuples (``!!pairs``), bytes (``!!binary``), sets,
+    ordered pairs and dates, and expands aliases (``*a``) into shared lists that grow
+    exponentially when walked (an "alias bomb"). This loader refuses every tag but null,
+    bool, int, float, str, sequence and mapping (a date is read as text), refuses aliases,
+    duplicate keys and nesting deeper than :data:`MAX_DEPTH` + 2 (sweep files hold sets of
+    values), and counts nodes against :data:`MAX_ITEMS`.
+    """
+    import yaml
+
+    class PlainLoader(yaml.SafeLoader):
+        yaml_constructors: ClassVar[dict] = {
+            k: v for k, v in yaml.SafeLoader.yaml_constructors.items()
+            if k in _PLAIN_TAGS}
+        _depth = 0
+        _nodes = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases (*name) are not allowed", mark)
+            PlainLoader._count(self)
+            self._depth += 1
+            try:
+                if self._depth > MAX_DEPTH + 2:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"nested deeper than {MAX_DEPTH + 2} levels",
+                        self.peek_event().start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def _count(self):
+            self._nodes += 1
+            if self._nodes > MAX_ITEMS:
+                raise yaml.composer.ComposerError(
+                    None, None, f"more than {MAX_ITEMS:,} values", self.peek_event().start_mark)
+
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(k, deep=True) for k, _ in node.value]
+            for i, key in enumerate(keys):
+                if not isinstance(key, str | int | float | bool) or key is None:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"a mapping key must be text, got {key!r}",
+                        node.value[i][0].start_mark)
+                if key in keys[:i]:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} appears twice",
+                        node.value[i][0].start_mark)
+            return super().construct_mapping(node, deep=deep)
+
+        def construct_undefined(self, node):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the tag {node.tag!r} is not allowed (only plain text, numbers, "
+                "true/false, null, lists and mappings)", node.start_mark)
+
+    PlainLoader.add_constructor(None, PlainLoader.construct_undefined)
+    PlainLoader.add_constructor("tag:yaml.org,2002:timestamp", PlainLoader.construct_yaml_str)
+    return PlainLoader
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """``text`` read as YAML into plain data (see :func:`_yaml_loader`).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``where``, the line and column and the problem.
+    """
     import yaml
 
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
+        return _load_plain_yaml(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = " ".join(str(exc.problem or exc.context or "malformed").split())
+        raise ValueError(f"{where} is not valid YAML{at}: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{where} is not valid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ValueError(f"{where} is nested too deeply") from None
+
+
+def _load_plain_yaml(text: str) -> Any:
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value as YAML reads it: ``8`` → 8, ``1.5e12`` → 1.5e12, ``true`` → True,
+    ``[8, 72]`` → a list, anything else → the string.
+
+    Only plain data is built (see :func:`_yaml_loader`): a tag, an alias or too deep a
+    nesting is a ``ValueError``; text that is not YAML at all is taken as text, and the
+    parameter check then decides whether text is allowed there.
+    """
+    import yaml
+
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"a -p value is {len(text):,} characters long; at most "
+                         f"{MAX_TEXT:,} are allowed")
+    try:
+        value = _load_plain_yaml(text)
+    except (yaml.scanner.ScannerError, yaml.parser.ParserError):
+        if text.lstrip().startswith(("!", "&", "*")):  # meant as YAML with a tag or alias
+            load_yaml(text, f"the -p value {_short_repr(text)}")
+        return text  # not YAML: plain text such as "a: b: c"
+    except (yaml.YAMLError, RecursionError):
+        load_yaml(text, f"the -p value {_short_repr(text)}")  # raises the one-line message
+        raise  # pragma: no cover - load_yaml always raises here
     return text if value is None else _yaml_number(value)
 
 
@@ -61,16 +184,19 @@ def _yaml_number(value: Any) -> Any:
     """``"1e12"`` and ``"1.0e12"`` as floats (YAML 1.1 reads them as strings; it wants 1.0e+12)."""
     if isinstance(value, str) and re.fullmatch(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+", value.strip()):
         return float(value)
+    if isinstance(value, list):
+        return [_yaml_number(v) for v in value]
     return value
 
 
 def notebook_parameters(path: Path | str) -> dict[str, Any]:
     """The names and default values of a notebook's ``parameters`` cell.
 
-    Runs the cell alone, without builtins (it must hold only plain assignments of
-    literals and arithmetic such as ``2**28``, as every notebook here does); a notebook
-    without such a cell is a ``ValueError``. Reads the JSON directly (nbformat takes
-    over a second to import, and this check must answer in well under one).
+    Reads the cell's assignments with :mod:`ast` and evaluates only literals and
+    arithmetic on them (such as ``2**28``), as every notebook here holds; nothing in the
+    cell is executed as code. A notebook without such a cell, or a cell with anything else,
+    is a ``ValueError``. Reads the JSON directly (nbformat takes over a second to import,
+    and this check must answer in well under one).
     """
     path = Path(path)
     if not path.is_file():
@@ -83,14 +209,43 @@ def notebook_parameters(path: Path | str) -> dict[str, Any]:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.get("cell_type") == "code" and "parameters" in tags:
             source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-            namespace: dict[str, Any] = {}
             try:
-                exec(compile(source, str(path), "exec"), {"__builtins__": {}}, namespace)
-            except Exception as exc:
-                raise ValueError(f"{path.name}: its parameters cell does not run alone "
-                                 f"({type(exc).__name__}: {exc})") from None
-            return namespace
+                return _literal_assignments(source)
+            except (SyntaxError, ValueError) as exc:
+                raise ValueError(f"{path.name}: its parameters cell must hold only assignments "
+                                 f"of literal values ({exc})") from None
     raise ValueError(f"{path.name} has no cell tagged 'parameters'")
+
+
+def _literal_assignments(source: str) -> dict[str, Any]:
+    """``name = literal`` lines of ``source`` as a dict (literals may use + - * / ** on numbers)."""
+    import ast
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg,
+           ast.UAdd: operator.pos}
+
+    def value(node: ast.AST) -> Any:
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            left, right = value(node.left), value(node.right)
+            if not all(isinstance(x, int | float) and not isinstance(x, bool)
+                       for x in (left, right)):
+                raise ValueError("arithmetic on non-numbers")
+            if isinstance(node.op, ast.Pow) and abs(right) > 1024:
+                raise ValueError("an exponent above 1024")
+            return ops[type(node.op)](left, right)
+        if isinstance(node, ast.UnaryOp) and type(node.op) in ops:
+            return ops[type(node.op)](value(node.operand))
+        return ast.literal_eval(node)
+
+    out: dict[str, Any] = {}
+    for stmt in ast.parse(source).body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)):
+            raise ValueError(f"line {stmt.lineno} is not 'name = value'")
+        out[stmt.targets[0].id] = value(stmt.value)
+    return out
 
 
 def _type_name(value: Any) -> str:
@@ -98,9 +253,51 @@ def _type_name(value: Any) -> str:
             list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
 
 
-def _check_type(name: str, value: Any, default: Any) -> Any:
-    """``value`` converted to the default's type where that is lossless, else a ValueError."""
+def _element_default(default: list) -> Any:
+    """A representative element of a list default (a float if any number is a float)."""
+    if not default:
+        return None
+    if all(isinstance(x, int | float) and not isinstance(x, bool) for x in default):
+        return next((x for x in default if isinstance(x, float)), default[0])
+    return default[0]
+
+
+def plain_value(name: str, value: Any, default: Any, *, _depth: int = 0,
+                _budget: list[int] | None = None) -> Any:
+    """``value`` checked as plain data and converted to the default's type where lossless.
+
+    Plain data is text, whole numbers, finite numbers, true/false, null, and lists or
+    mappings (with text keys) of those, at most :data:`MAX_DEPTH` deep and
+    :data:`MAX_ITEMS` values in all; a list's elements are checked against the type of the
+    default's elements. Anything else (tuples, bytes, sets, dates, objects) is refused:
+    a value that reaches a notebook becomes source code in its injected-parameters cell,
+    so only values whose ``repr`` is a literal may pass.
+
+    Raises
+    ------
+    ValueError
+        One line naming the parameter, the value and what is allowed.
+    """
+    budget = [MAX_ITEMS] if _budget is None else _budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(f"parameter {name} holds more than {MAX_ITEMS:,} values")
+    if _depth > MAX_DEPTH:
+        raise ValueError(f"parameter {name} is nested deeper than {MAX_DEPTH} levels")
+    shown = _short_repr(value)
+    if value is not None and not isinstance(value, bool | int | float | str | list | dict):
+        raise ValueError(f"parameter {name}={shown} is a {type(value).__name__}; only text, "
+                         "numbers, true/false, null, lists and mappings are allowed")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"parameter {name}={shown} must be a finite number")
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        raise ValueError(f"parameter {name} is {len(value):,} characters long; at most "
+                         f"{MAX_TEXT:,} are allowed")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
+        raise ValueError(f"parameter {name}={shown} is too large (at most 1e30 in size)")
     if default is None:
+        if isinstance(value, list | dict):
+            return _plain_container(name, value, None, _depth, budget)
         return value
     if isinstance(default, bool):
         if isinstance(value, bool):
@@ -111,32 +308,83 @@ def _check_type(name: str, value: Any, default: Any) -> Any:
         if isinstance(value, float) and value.is_integer():
             return int(value)
     elif isinstance(default, float):
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
     elif isinstance(default, str):
         if isinstance(value, str):
             return value
-    elif isinstance(default, list):
-        if isinstance(value, list):
-            return value
-    elif type(value) is type(default):
-        return value
-    raise ValueError(f"parameter {name}={value!r} must be {_type_name(default)} "
-                     f"(the default is {default!r})")
+    elif isinstance(default, list | dict):
+        if isinstance(value, type(default)):
+            return _plain_container(name, value, default, _depth, budget)
+    raise ValueError(f"parameter {name}={shown} must be {_type_name(default)} "
+                     f"(the default is {_short_repr(default)})")
 
 
-#: Extra checks per report notebook (by file stem), run by :func:`check_parameters`.
-SEMANTIC_CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {}
+def _plain_container(name: str, value: list | dict, default: list | dict | None, depth: int,
+                     budget: list[int]) -> list | dict:
+    if isinstance(value, list):
+        element = _element_default(default) if isinstance(default, list) else None
+        return [plain_value(f"{name}[{i}]", v, element, _depth=depth + 1, _budget=budget)
+                for i, v in enumerate(value)]
+    out = {}
+    for key, v in value.items():
+        if not isinstance(key, str):
+            raise ValueError(f"parameter {name} has the key {_short_repr(key)}; keys must be "
+                             "text")
+        sub = default.get(key) if isinstance(default, dict) else None
+        out[key] = plain_value(f"{name}[{key!r}]", v, sub, _depth=depth + 1, _budget=budget)
+    return out
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a hostile object's repr
+        text = f"<{type(value).__name__}>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parameters_source(params: Mapping[str, Any]) -> str:
+    """The source of an injected-parameters cell: one ``name = literal`` line per parameter.
+
+    Every value must already be plain data (:func:`plain_value`); its ``repr`` is a Python
+    literal, and this function checks that it reads back (:func:`ast.literal_eval`) as the
+    same value, so no value can become code.
+    """
+    import ast
+
+    lines = ["# Parameters"]
+    for name, value in params.items():
+        if not name.isidentifier():
+            raise ValueError(f"parameter name {name!r} is not a Python name")
+        source = repr(value)
+        if ast.literal_eval(source) != value:
+            raise ValueError(f"parameter {name} does not read back as the same value")
+        lines.append(f"{name} = {source}")
+    return "\n".join(lines) + "\n"
+
+
+def notebook_key(path: Path | str) -> str:
+    """A notebook's name in :data:`scaleout.parameters.SPECS`: its path under ``notebooks/``
+    without ``.ipynb`` (``"02_gpu_memory_math"``, ``"reports/cluster_plan"``)."""
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(NOTEBOOKS_DIR.resolve()).with_suffix("").as_posix()
+    except ValueError:
+        return path.stem
 
 
 def check_parameters(path: Path | str, params: Mapping[str, Any]) -> dict[str, Any]:
     """Check ``params`` against the notebook's ``parameters`` cell before running it.
 
     Every name must be a parameter of the notebook (an unknown one suggests close
-    names), every value of its default's type; a notebook with an entry in
-    :data:`SEMANTIC_CHECKS` also gets its own checks (catalog names, ranges, options).
-    Returns the parameters converted to their defaults' types.
+    names), every value plain data of its default's type (:func:`plain_value`); a notebook
+    of the workbook also gets its own rules (:mod:`scaleout.parameters`: ranges, catalog
+    names, options, and how the values must agree), the same rules its first code cell
+    checks. Returns the parameters converted to their defaults' types.
     """
+    from . import parameters
     from .checks import close_matches
 
     defaults = notebook_parameters(path)
@@ -146,10 +394,10 @@ def check_parameters(path: Path | str, params: Mapping[str, Any]) -> dict[str, A
             near = close_matches(name, defaults)
             hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
             raise ValueError(f"{Path(path).name} has no parameter {name!r}{hint}")
-        out[name] = _check_type(name, value, defaults[name])
-    check = SEMANTIC_CHECKS.get(Path(path).stem)
-    if check is not None:
-        check({**defaults, **out})
+        out[name] = plain_value(name, value, defaults[name])
+    key = notebook_key(path)
+    if key in parameters.SPECS:
+        parameters.check(key, {**defaults, **out})
     return out
 
 
@@ -186,34 +434,98 @@ def _say(message: str) -> None:
     print(f"==> {message}", file=sys.stderr, flush=True)
 
 
+def _literal_translator() -> type:
+    """papermill's Python translator with every value written as a checked literal.
+
+    papermill writes a value it has no rule for (a tuple, bytes, a set) with ``str()``, as
+    source code; this translator writes :func:`parameters_source` instead, which refuses
+    anything whose ``repr`` does not read back as the same plain value.
+    """
+    from papermill.translators import PythonTranslator
+
+    class LiteralTranslator(PythonTranslator):
+        @classmethod
+        def codify(cls, parameters, comment="Parameters"):
+            return parameters_source(parameters)
+
+    return LiteralTranslator
+
+
+def _prepare_out_dir(out_dir: Path | str) -> Path:
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"output folder {str(out_dir)!r} is an existing file; give a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create output folder {str(out_dir)!r}: "
+                         f"{exc.strerror or exc}") from None
+    return out_dir
+
+
+class ReportError(RuntimeError):
+    """A report's notebook failed while running: which cell, and why (one line)."""
+
+
 def run_report(path: Path | str, params: Mapping[str, Any], out_dir: Path | str, *,
-               name: str | None = None, progress: bool = True) -> ReportResult:
+               name: str | None = None, progress: bool = True,
+               timeout_s: float = SET_TIMEOUT_S) -> ReportResult:
     """Check ``params``, run the notebook with papermill, render it to HTML in ``out_dir``.
 
     With ``progress`` papermill shows a progress bar of executed cells. When the notebook
     has a ``summary_path`` parameter, the summary JSON is written beside the report and
-    returned in :attr:`ReportResult.summary`.
+    returned in :attr:`ReportResult.summary`. The whole run may take at most ``timeout_s``
+    seconds (each cell gets what is left; nbclient interrupts a cell that overruns).
+    A run that fails leaves no ``.ipynb`` behind and raises :class:`ReportError`.
     """
     import papermill
+    from papermill.translators import papermill_translators
 
     path = Path(path).resolve()
     checked = check_parameters(path, params)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = _prepare_out_dir(out_dir)
     stem = name or f"{path.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     executed = out_dir / f"{stem}.ipynb"
+    running = out_dir / f".{stem}.running.ipynb"
     summary_file = out_dir / f"{stem}.json"
     if "summary_path" in notebook_parameters(path):
         checked["summary_path"] = str(summary_file.resolve())
+    translator = _literal_translator()
+    for key in ("python", "python3"):
+        papermill_translators.register(key, translator)
     start = time.perf_counter()
-    papermill.execute_notebook(
-        str(path), str(executed), parameters=checked, kernel_name="python3",
-        cwd=str(path.parent), progress_bar=progress, execution_timeout=CELL_TIMEOUT_S,
-        log_output=False, request_save_on_cell_execute=False)
+    deadline = start + timeout_s
+
+    def remaining(_cell: Any) -> int:
+        return max(1, math.ceil(deadline - time.perf_counter()))
+
+    try:
+        papermill.execute_notebook(
+            str(path), str(running), parameters=checked, kernel_name="python3",
+            cwd=str(path.parent), progress_bar=progress,
+            execution_timeout=min(CELL_TIMEOUT_S, timeout_s), timeout_func=remaining,
+            log_output=False, request_save_on_cell_execute=False)
+    except Exception as exc:
+        running.unlink(missing_ok=True)
+        summary_file.unlink(missing_ok=True)
+        raise ReportError(_run_failure(exc, time.perf_counter() - start, timeout_s)) from None
+    running.replace(executed)
     html_path = render_html(executed, out_dir / f"{stem}.html")
     seconds = time.perf_counter() - start
     summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
     return ReportResult(stem, executed, html_path, seconds, summary)
+
+
+def _run_failure(exc: Exception, elapsed_s: float, timeout_s: float) -> str:
+    """One line for a failed run: the cell and the error, or the time limit."""
+    if type(exc).__name__ == "CellTimeoutError" or elapsed_s >= timeout_s:
+        return f"stopped after {elapsed_s:.0f} s: the limit is {timeout_s:.0f} s per report"
+    cell = getattr(exc, "exec_count", None) or getattr(exc, "cell_index", None)
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", None) or str(exc)
+    lines = [x for x in str(evalue).strip().splitlines() if x.strip()]
+    where = f"cell {cell}: " if cell is not None else ""
+    return f"{where}{ename}: {lines[-1] if lines else ''}"
 
 
 # =========================================================================== sweeps
@@ -231,42 +543,65 @@ def load_sweep(path: Path | str) -> dict[str, dict[str, Any]]:
     """Parameter sets from YAML: a list of mappings, or a mapping ``{name: {param: value}}``.
 
     Sets in a list are named by an optional ``name`` key, else ``set-1``, ``set-2``, ...
-    A top-level ``sets:`` key may hold either form.
+    A top-level ``sets:`` key may hold either form. Two sets with the same name, or with
+    names that give the same file name ("a b" and "a-b"), are refused, as is anything but
+    plain data (see :func:`load_yaml`); the file may be at most
+    :data:`MAX_SWEEP_BYTES` long and hold :data:`MAX_SETS` sets.
     """
-    import yaml
-
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"sweep file {str(path)!r} does not exist")
+    if path.stat().st_size > MAX_SWEEP_BYTES:
+        raise ValueError(f"{path.name} is {path.stat().st_size:,} bytes; a sweep file may be "
+                         f"at most {MAX_SWEEP_BYTES:,}")
     try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path.name} is not valid YAML: {exc}") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path.name} is not UTF-8 text") from None
+    raw = load_yaml(text, path.name)
     if isinstance(raw, dict) and "sets" in raw:
         raw = raw["sets"]
-    sets: dict[str, dict[str, Any]] = {}
+    named: list[tuple[str, Any]] = []
     if isinstance(raw, list):
         for i, entry in enumerate(raw, start=1):
             if not isinstance(entry, dict):
                 raise ValueError(f"{path.name}: set {i} must be a mapping of parameters, "
-                                 f"got {entry!r}")
-            entry = {k: _yaml_number(v) for k, v in entry.items()}
-            sets[str(entry.pop("name", f"set-{i}"))] = entry
+                                 f"got {_short_repr(entry)}")
+            entry = dict(entry)
+            set_name = entry.pop("name", f"set-{i}")
+            if not isinstance(set_name, str | int | float) or isinstance(set_name, bool):
+                raise ValueError(f"{path.name}: set {i} has the name {_short_repr(set_name)};"
+                                 " a name must be text")
+            named.append((str(set_name), entry))
     elif isinstance(raw, dict):
-        for name, entry in raw.items():
+        for set_name, entry in raw.items():
             if not isinstance(entry, dict):
-                raise ValueError(f"{path.name}: set {name!r} must be a mapping of parameters")
-            sets[str(name)] = {k: _yaml_number(v) for k, v in entry.items()}
+                raise ValueError(f"{path.name}: set {set_name!r} must be a mapping of "
+                                 "parameters")
+            named.append((str(set_name), entry))
     else:
         raise ValueError(f"{path.name} must hold a list of parameter sets or a mapping of "
                          f"named sets")
-    if not sets:
+    if not named:
         raise ValueError(f"{path.name} holds no parameter sets")
+    if len(named) > MAX_SETS:
+        raise ValueError(f"{path.name} holds {len(named):,} sets; at most {MAX_SETS:,}")
+    sets: dict[str, dict[str, Any]] = {}
+    files: dict[str, str] = {}
+    for set_name, entry in named:
+        if set_name in sets:
+            raise ValueError(f"{path.name}: two sets are named {set_name!r}; names must differ")
+        safe = _safe(set_name)
+        if safe.lower() in files:
+            raise ValueError(f"{path.name}: sets {files[safe.lower()]!r} and {set_name!r} would "
+                             f"both be written to {safe}.html; rename one")
+        files[safe.lower()] = set_name
+        sets[set_name] = {str(k): _yaml_number(v) for k, v in entry.items()}
     return sets
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "set"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:100] or "set"
 
 
 def _write_table(reports: Sequence[ReportResult], failures: Mapping[str, str],
@@ -306,15 +641,14 @@ def _write_table(reports: Sequence[ReportResult], failures: Mapping[str, str],
 
 
 def run_sweep(path: Path | str, sweep: Path | str, out_dir: Path | str, *,
-              progress: bool = True) -> SweepResult:
+              progress: bool = True, timeout_s: float = SET_TIMEOUT_S) -> SweepResult:
     """One report per parameter set of ``sweep`` (YAML), then a comparison table.
 
-    Every set is checked first; a set that fails its check, or whose run fails, is
-    reported and skipped, and the others still run.
+    Every set is checked first; a set that fails its check, whose run fails, or that runs
+    longer than ``timeout_s`` seconds, is reported and skipped, and the others still run.
     """
     sets = load_sweep(sweep)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = _prepare_out_dir(out_dir)
     failures: dict[str, str] = {}
     good: dict[str, dict[str, Any]] = {}
     for name, params in sets.items():
@@ -327,62 +661,17 @@ def run_sweep(path: Path | str, sweep: Path | str, out_dir: Path | str, *,
     for i, (name, params) in enumerate(good.items(), start=1):
         _say(f"[{i}/{len(good)}] running set {name!r}")
         try:
-            done = run_report(path, params, out_dir, name=_safe(name), progress=progress)
+            done = run_report(path, params, out_dir, name=_safe(name), progress=progress,
+                              timeout_s=timeout_s)
             reports.append(replace(done, name=name))  # files by a safe name, tables by the set's
-        except Exception as exc:  # one bad set must not stop the sweep
-            failures[name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1]}"
+        except ReportError as exc:  # one bad set must not stop the sweep
+            failures[name] = str(exc)
+            _say(f"set {name!r} failed: {failures[name]}")
+        except Exception as exc:  # nor must anything else in one set
+            lines = str(exc).strip().splitlines() or [""]
+            failures[name] = f"{type(exc).__name__}: {lines[-1]}"
             _say(f"set {name!r} failed: {failures[name]}")
     table_html = table_csv = None
     if reports or failures:
         table_html, table_csv = _write_table(reports, failures, out_dir)
     return SweepResult(reports, failures, table_html, table_csv)
-
-
-# =========================================================================== the cluster plan
-def _check_cluster_plan(p: dict[str, Any]) -> None:
-    """The cluster-plan report's own checks: catalog names, options and ranges."""
-    from . import catalog, fabric, optics, reliability
-    from .checks import check_choice, check_int, check_positive, check_range
-
-    if p["model_name"] == "custom":
-        for name in ("custom_layers", "custom_hidden", "custom_heads", "custom_vocab"):
-            check_int(name, p[name])
-    else:
-        catalog.model(p["model_name"])
-    catalog.gpu(p["gpu_name"])
-    for name in ("n_gpus", "global_batch", "planes"):
-        check_int(name, p[name])
-    for name in ("gpus_per_node", "seq_len"):
-        check_int(name, p[name], minimum=0)
-    check_positive("tokens", p["tokens"])
-    check_range("oversubscription", p["oversubscription"], 1.0, 64.0)
-    if p["network_name"]:
-        port = catalog.link(p["network_name"])
-        if port.scope != "scale-out":
-            raise ValueError(f"network_name={p['network_name']!r} is a {port.scope} link; "
-                             "choose a network port: " + ", ".join(
-                                 x.name for x in catalog.links() if x.scope == "scale-out"))
-    if p["switch_name"]:
-        fabric.switch_chip(p["switch_name"])
-    check_choice("optics_choice", p["optics_choice"], optics.CHOICES)
-    check_choice("failure_study", p["failure_study"], reliability.study_names())
-    check_positive("storage_gbytes_s", p["storage_gbytes_s"], allow_zero=True)
-    for name in ("price_per_gpu_hour", "price_per_kwh", "module_price"):
-        check_positive(name, p[name], allow_zero=True)
-    check_range("pue", p["pue"], 1.0, 3.0)
-    # the layout search itself (tens of milliseconds): a cluster no layout can use, or a
-    # model that fits nowhere, is refused here rather than half-way through the report
-    from . import plan
-
-    model = (catalog.model({"name": "custom", "n_layers": p["custom_layers"],
-                            "hidden": p["custom_hidden"], "n_heads": p["custom_heads"],
-                            "vocab": p["custom_vocab"], "seq_len": p["seq_len"] or 2048})
-             if p["model_name"] == "custom" else catalog.model(p["model_name"]))
-    network = plan.default_network(p["gpu_name"], p["gpus_per_node"] or None,
-                                   p["network_name"] or None)
-    plan.search(model, p["gpu_name"], p["n_gpus"], p["global_batch"], network,
-                seq_len=p["seq_len"] or model.seq_len, flash_attention=p["flash_attention"],
-                uneven_layers=p["uneven_layers"])
-
-
-SEMANTIC_CHECKS["cluster_plan"] = _check_cluster_plan

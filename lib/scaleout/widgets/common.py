@@ -10,8 +10,9 @@ from typing import Any
 import ipywidgets as W
 from IPython.display import HTML
 from matplotlib.figure import Figure
+from traitlets import TraitError
 
-__all__ = ["Explorer", "answer", "figure_png"]
+__all__ = ["Explorer", "admit", "answer", "figure_png"]
 
 _STYLE = """
 <style>
@@ -94,7 +95,12 @@ class Explorer:
                     f"controls: {', '.join(self.controls)}"
                 )
         for name, value in values.items():
-            self.controls[name].value = value
+            admit(self.controls[name], value)
+            try:
+                self.controls[name].value = value
+            except TraitError as exc:
+                raise ValueError(f"{name}={value!r} cannot be shown by its control "
+                                 f"({type(self.controls[name]).__name__}): {exc}") from None
 
     def values(self) -> dict[str, Any]:
         """Current control values by name."""
@@ -124,6 +130,39 @@ class Explorer:
 
     def _repr_mimebundle_(self, **kwargs):  # pragma: no cover - exercised in notebooks
         return self.view._repr_mimebundle_(**kwargs)
+
+
+def admit(control: W.ValueWidget, value: Any) -> None:
+    """Widen ``control`` so that it can hold ``value``: a menu gains it, a range stretches.
+
+    A notebook's parameters may hold values its explorer's menus do not list (a sequence
+    of 3,000 tokens, a micro-batch of 64); the explorer then shows that value, instead of
+    failing or silently clamping it. Values of the wrong type are left for the control to
+    refuse.
+    """
+    if isinstance(control, W.widgets.widget_selection._Selection):
+        options = list(control.options)
+        present = [o[1] if isinstance(o, tuple) else o for o in options]
+        if value in present or value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            return
+        current = control.value
+        pairs = options and isinstance(options[0], tuple)
+        new = (str(value), value) if pairs else value
+        options.append(new)
+        if all(isinstance(v, int | float) and not isinstance(v, bool)
+               for v in [*present, value]):
+            options.sort(key=lambda o: o[1] if isinstance(o, tuple) else o)
+        control.options = options
+        control.value = current
+    elif hasattr(control, "min") and hasattr(control, "max"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return
+        if value > control.max:
+            control.max = value
+        if value < control.min:
+            control.min = value
 
 
 def answer(body_html: str, title: str = "Show the answer") -> HTML:
