@@ -181,13 +181,23 @@ class CatalogName(Rule):
 
 @dataclass(frozen=True)
 class LinkName(Rule):
-    """The name of a catalog link of one ``scope`` ("scale-up", "scale-out"; "" for any).
+    """The name of a catalog link of one ``scope`` ("scale-up", "scale-out"; "" for any),
+    and, when ``rdma`` is set, only RDMA (True) or only kernel-TCP (False) ports.
 
-    A link of the other scope is refused with what it is and the links that would do.
+    A link of another kind is refused with what it is and the links that would do.
     """
 
     scope: str = ""
     empty: bool = False
+    rdma: bool | None = None
+
+    def _accepts(self, link: Any) -> bool:
+        return ((not self.scope or link.scope == self.scope)
+                and (self.rdma is None or link.rdma == self.rdma))
+
+    def _kind(self) -> str:
+        kind = {None: "", True: "RDMA ", False: "kernel-TCP "}[self.rdma]
+        return f"{kind}{self.scope} link" if self.scope else f"{kind}link"
 
     def check(self, name: str, value: Any) -> str:
         from . import catalog
@@ -196,20 +206,23 @@ class LinkName(Rule):
             return value
         if not isinstance(value, str):
             raise ValueError(f"{name} must be the name of a link, got {value!r}")
-        allowed = [x.name for x in catalog.links() if not self.scope or x.scope == self.scope]
+        allowed = self.options()
         if value in allowed:
             return value
-        other = {x.name: x.scope for x in catalog.links()}
+        other = {x.name: x for x in catalog.links()}
         if value in other:
-            raise ValueError(f"{name}={value!r} is a {other[value]} link; choose a "
-                             f"{self.scope} link: {', '.join(allowed)}")
+            link = other[value]
+            what = (f"{'an RDMA' if link.rdma else 'a kernel-TCP'} network port"
+                    if link.scope == "scale-out" else f"a {link.scope} link")
+            raise ValueError(f"{name}={value!r} is {what}; choose a {self._kind()}: "
+                             f"{', '.join(allowed)}")
         return checks.check_choice(name, value, allowed)
 
     def options(self) -> list[str]:
         """The links this rule accepts."""
         from . import catalog
 
-        return [x.name for x in catalog.links() if not self.scope or x.scope == self.scope]
+        return [x.name for x in catalog.links() if self._accepts(x)]
 
 
 def _few(options: Sequence[Any], n: int = 12) -> str:
@@ -306,9 +319,10 @@ def _log_names() -> list[str]:
 
 
 def _supernodes() -> list[str]:
+    """Scale-up domains whose chassis are joined by optics (notebook 12 prices them)."""
     from . import synthesis
 
-    return synthesis.scaleup_domain_names()
+    return [d.name for d in synthesis.scaleup_domains() if d.outer_medium == "optical"]
 
 
 def _optics_choices() -> list[str]:
@@ -325,6 +339,8 @@ SCALE_UP = LinkName("scale-up", doc="a scale-up link of the catalog")
 SCALE_OUT = LinkName("scale-out", doc="a network port (a scale-out link)")
 OPTIONAL_PORT = LinkName("scale-out", empty=True, doc='a network port, or "" for the usual one')
 ANY_LINK = LinkName(doc="any link of the catalog")
+RDMA_PORT = LinkName("scale-out", rdma=True, doc="an RDMA network port (InfiniBand, RoCE)")
+TCP_PORT = LinkName("scale-out", rdma=False, doc="a kernel-TCP network port")
 TFLOPS = Number(10.0, 2000.0, doc="achieved dense TFLOP/s per GPU")
 #: The largest cluster any notebook accepts (ten million GPUs): far beyond any built.
 MAX_GPUS = 10**7
@@ -396,6 +412,14 @@ def _agree_08(p: dict[str, Any]) -> None:
     plan.search(p["model_name"], p["gpu_name"], p["n_gpus"], p["global_batch"], network,
                 seq_len=p["seq_len"], flash_attention=p["flash_attention"],
                 uneven_layers=p["uneven_layers"])
+    # the three "when the rule breaks" cases run searches of their own
+    for domain in (8, 72):
+        plan.search(p["rack_model_name"], p["rack_gpu_name"], p["rack_gpus"], p["rack_batch"],
+                    gpus_per_node=domain, seq_len=p["seq_len"])
+    plan.search(p["small_model_name"], p["gpu_name"], p["small_gpus"], p["small_batch"],
+                seq_len=p["seq_len"])
+    plan.search(p["tiny_batch_model_name"], p["gpu_name"], p["tiny_batch_gpus"],
+                p["tiny_batch"], seq_len=p["seq_len"])
 
 
 def _agree_09(p: dict[str, Any]) -> None:
@@ -414,20 +438,25 @@ def _agree_10(p: dict[str, Any]) -> None:
     from .widgets.optics import cluster_groups
 
     optics.choose(p["long_link_m"], p["port_gbps"], lane_gbps=p["lane_gbps"])
+    # the notebook prices the cluster's three link lengths at its own speed and at 800G and
+    # 1.6T: some module must reach each of them at each
+    for speed, lanes in ((p["port_gbps"], p["lane_gbps"]), (800, 112), (1600, 224)):
+        for name in ("endpoint_leaf_m", "leaf_spine_m", "spine_core_m"):
+            try:
+                optics.choose(p[name], speed, lane_gbps=lanes)
+            except ValueError as exc:
+                raise ValueError(f"{name}={p[name]:g}: {exc}") from None
     _, groups = cluster_groups(p["cluster_gpus"], p["port_gbps"], p["switch_name"],
                                p["endpoint_leaf_m"], p["leaf_spine_m"], p["spine_core_m"])
     optics.fabric_bill(groups, p["technology"], lane_gbps=p["lane_gbps"])
 
 
 def _agree_11(p: dict[str, Any]) -> None:
-    group = p["tp"] * p["pp"]
-    checks.check_divides("tp x pp", group, "n_gpus", p["n_gpus"])
-    if p["n_gpus"] < 16:
-        raise ValueError(f"n_gpus must be at least 16 (two 8-GPU nodes), got {p['n_gpus']}")
+    checks.check_divides("tp x pp", p["tp"] * p["pp"], "n_gpus", p["n_gpus"])
 
 
 def _agree_12(p: dict[str, Any]) -> None:
-    from . import catalog
+    from . import catalog, synthesis
 
     if p["design_domain"] not in p["domain_sizes"]:
         raise ValueError(f"design_domain={p['design_domain']} must be one of domain_sizes "
@@ -438,28 +467,21 @@ def _agree_12(p: dict[str, Any]) -> None:
                          "data/gpus.toml; name a scale-out link")
     for d in p["domain_sizes"]:
         checks.check_divides("each of domain_sizes", d, "n_gpus", p["n_gpus"])
+    synthesis.scaleout_fabric(p["n_gpus"], p["network_name"] or gpu.scaleout_link,
+                              planes=p["planes"], optics_choice=p["optics_choice"])
 
 
 def _agree_cluster_plan(p: dict[str, Any]) -> None:
-    from . import catalog, plan
+    from . import synthesis
 
     if p["model_name"] == "custom":
         for name in ("custom_layers", "custom_hidden", "custom_heads", "custom_vocab"):
             checks.check_int(name, p[name])
         checks.check_divides("custom_heads", p["custom_heads"], "custom_hidden",
                              p["custom_hidden"])
-        model = catalog.model({"name": "custom", "n_layers": p["custom_layers"],
-                               "hidden": p["custom_hidden"], "n_heads": p["custom_heads"],
-                               "vocab": p["custom_vocab"], "seq_len": p["seq_len"] or 2048})
-    else:
-        model = catalog.model(p["model_name"])
-    network = plan.default_network(p["gpu_name"], p["gpus_per_node"] or None,
-                                   p["network_name"] or None)
-    # the layout search itself (tens of milliseconds): a cluster no layout can use, or a
-    # model that fits nowhere, is refused here rather than half-way through the report
-    plan.search(model, p["gpu_name"], p["n_gpus"], p["global_batch"], network,
-                seq_len=p["seq_len"] or model.seq_len, flash_attention=p["flash_attention"],
-                uneven_layers=p["uneven_layers"])
+    # the report's whole cluster (tens of milliseconds): a cluster no layout can use, a model
+    # that fits nowhere, a fabric that cannot be built, is refused here, not half-way through
+    synthesis.report_cluster(p)
 
 
 # =========================================================================== the notebooks
@@ -520,8 +542,8 @@ SPECS: dict[str, Spec] = {
         "gpus_per_node": Int(1, 1024), "model_name": MODEL,
         "log_name": Choice(_log_names),
         "weighting": Choice(lambda: ("robust", "relative", "absolute")),
-        "tcp_link_name": ANY_LINK,
-        "rdma_link_names": ListOf(SCALE_OUT, 1, 8, unique=True),
+        "tcp_link_name": TCP_PORT,
+        "rdma_link_names": ListOf(RDMA_PORT, 1, 8, unique=True),
         "cpu_core_ghz": Number(0.1, 10.0),
     }, _agree_07),
     "08_3d_parallelism_planner": Spec({
@@ -541,8 +563,8 @@ SPECS: dict[str, Spec] = {
         "flat_planes": Int(1, 64), "switch_latency_ns": Number(1.0, 1e6),
         "gpus_per_node": Int(1, 72), "n_flows": Int(1, 1024), "n_paths": Int(1, 64),
         "path_slowdown": Number(0.0, 0.99), "skew_us": Number(0.0, 1e6),
-        "seed": Int(0, 2**31 - 1), "tcp_link_name": ANY_LINK,
-        "rdma_link_names": ListOf(SCALE_OUT, 1, 8, unique=True),
+        "seed": Int(0, 2**31 - 1), "tcp_link_name": TCP_PORT,
+        "rdma_link_names": ListOf(RDMA_PORT, 1, 8, unique=True),
     }, _agree_09),
     "10_optical_modules": Spec({
         "port_gbps": Int(among=(400, 800, 1600)), "lane_gbps": Int(among=(112, 224)),
@@ -553,7 +575,7 @@ SPECS: dict[str, Spec] = {
         "scaleout_link_name": SCALE_OUT,
     }, _agree_10),
     "11_fault_tolerance": Spec({
-        "n_gpus": Int(16, MAX_GPUS), "study_name": Choice(_studies), "model_name": MODEL,
+        "n_gpus": Int(1, MAX_GPUS), "study_name": Choice(_studies), "model_name": MODEL,
         "tp": Int(1, 64), "pp": Int(1, 256), "recipe": RECIPE,
         "storage_figure": Choice(_figures), "writer_gbps": Number(0.1, 1e5),
         "detect_figure": Choice(_figures), "init_figure": Choice(_figures),

@@ -388,15 +388,19 @@ def check_parameters(path: Path | str, params: Mapping[str, Any]) -> dict[str, A
     from .checks import close_matches
 
     defaults = notebook_parameters(path)
+    key = notebook_key(path)
+    rules = parameters.SPECS[key].rules if key in parameters.SPECS else {}
     out = {}
     for name, value in params.items():
         if name not in defaults:
             near = close_matches(name, defaults)
             hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
             raise ValueError(f"{Path(path).name} has no parameter {name!r}{hint}")
-        out[name] = plain_value(name, value, defaults[name])
-    key = notebook_key(path)
-    if key in parameters.SPECS:
+        default = defaults[name]
+        if isinstance(rules.get(name), parameters.Number) and isinstance(default, int):
+            default = float(default)  # "400" in the cell, but any number is meant
+        out[name] = plain_value(name, value, default)
+    if rules:
         parameters.check(key, {**defaults, **out})
     return out
 

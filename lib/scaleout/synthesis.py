@@ -32,6 +32,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,8 @@ __all__ = [
     "fibre_delay_s",
     "load_domains",
     "reliability_at",
+    "report_cluster",
+    "report_model",
     "scale_across_alpha",
     "scaleout_fabric",
     "scaleup_domain",
@@ -813,6 +816,35 @@ def cluster_plan(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_bat
     return ClusterPlan(domains.model, domains.gpu, domains.n_gpus, chosen_size,
                        domains.global_batch, tokens, domains, chosen, net, rel, compute_days,
                        float(wall))
+
+
+def report_model(p: Mapping[str, Any]) -> ModelSpec:
+    """The cluster-plan report's model from its parameters: a catalog name, or ``"custom"``
+    with ``custom_layers``, ``custom_hidden``, ``custom_heads``, ``custom_vocab`` (a
+    GPT-shaped model; its sequence is ``seq_len``, or 2,048 when that is 0)."""
+    if p["model_name"] != "custom":
+        return catalog.model(p["model_name"])
+    return catalog.model({"name": "custom", "n_layers": p["custom_layers"],
+                          "hidden": p["custom_hidden"], "n_heads": p["custom_heads"],
+                          "vocab": p["custom_vocab"], "seq_len": p["seq_len"] or 2048})
+
+
+def report_cluster(p: Mapping[str, Any]) -> ClusterPlan:
+    """The cluster of ``notebooks/reports/cluster_plan.ipynb`` from its parameters.
+
+    One function for the report's notebook and for the check that ``./workbook report``
+    runs before a kernel starts (:mod:`scaleout.parameters`), so both compute the same
+    cluster: :func:`cluster_plan` with the report's options (0 or "" meaning "the usual").
+    """
+    model = report_model(p)
+    return cluster_plan(
+        model, p["gpu_name"], p["n_gpus"], p["global_batch"], p["tokens"],
+        gpus_per_node=p["gpus_per_node"] or None, inter=p["network_name"] or None,
+        planes=p["planes"], oversubscription=p["oversubscription"],
+        switch=p["switch_name"] or None, optics_choice=p["optics_choice"],
+        storage_gbytes_s=p["storage_gbytes_s"] or None, study=p["failure_study"],
+        seq_len=p["seq_len"] or model.seq_len, flash_attention=bool(p["flash_attention"]),
+        uneven_layers=bool(p["uneven_layers"]))
 
 
 def design_cluster(model: str | ModelSpec, gpu: str | GPU, tokens: float, deadline_days: float,

@@ -27,7 +27,7 @@ def draw(rule: P.Rule, rng: np.random.Generator) -> Any:
         x = _log_uniform(rule.low, rule.high, rng)
         return float(x if not (rule.open_low and x == rule.low) else rule.high)
     if isinstance(rule, P.Choice | P.LinkName | P.CatalogName):
-        options = list(rule.options()) + ([""] if rule.empty else [])
+        options = list(rule.options()) + ([""] if getattr(rule, "empty", False) else [])
         return options[int(rng.integers(len(options)))]
     if isinstance(rule, P.Text):
         letters = "abcdefghijklmnopqrstuvwxyz 버블\"'\\{}"

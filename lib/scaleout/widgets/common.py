@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import io
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -159,6 +160,10 @@ def admit(control: W.ValueWidget, value: Any) -> None:
     elif hasattr(control, "min") and hasattr(control, "max"):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return
+        if isinstance(control, W.FloatLogSlider):  # its min and max are exponents
+            if value <= 0:
+                return
+            value = math.log(value, control.base)
         if value > control.max:
             control.max = value
         if value < control.min:
