@@ -306,10 +306,14 @@ def _studies() -> list[str]:
     return reliability.study_names()
 
 
-def _figures() -> list[str]:
-    from . import reliability
+def _figures(*units: str) -> Callable[[], list[str]]:
+    """Names of the published reliability figures in one of ``units`` (data/failures.toml)."""
+    def names() -> list[str]:
+        from . import reliability
 
-    return [x.name for x in reliability.figures()]
+        return [x.name for x in reliability.figures() if x.unit in units]
+
+    return names
 
 
 def _log_names() -> list[str]:
@@ -577,8 +581,8 @@ SPECS: dict[str, Spec] = {
     "11_fault_tolerance": Spec({
         "n_gpus": Int(1, MAX_GPUS), "study_name": Choice(_studies), "model_name": MODEL,
         "tp": Int(1, 64), "pp": Int(1, 256), "recipe": RECIPE,
-        "storage_figure": Choice(_figures), "writer_gbps": Number(0.1, 1e5),
-        "detect_figure": Choice(_figures), "init_figure": Choice(_figures),
+        "storage_figure": Choice(_figures("GB/s")), "writer_gbps": Number(0.1, 1e5),
+        "detect_figure": Choice(_figures("s")), "init_figure": Choice(_figures("s")),
         "replace_h": Number(0.0, 1e4, open_low=True), "repair_h": Number(0.0, 1e4, open_low=True),
         "run_days": Number(1.0, 3650.0), "reps": Int(10, 100_000), "seed": Int(0, 2**31 - 1),
         "jitter": Number(0.0, 1.0),
