@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,7 @@ __all__ = [
     "checkpoint_plan",
     "cluster_failure_rate_per_h",
     "compare_recovery",
+    "elastic_viable",
     "daly_interval_s",
     "elastic_capacity",
     "exact_optimal_interval_s",
@@ -863,20 +865,32 @@ class RecoveryResult:
     spare_gpus: int
 
 
+def elastic_viable(mtbf_s: float, repair_s: float, dp: int) -> bool:
+    """Whether elastic shrink is modelled for ``dp`` replicas: fewer than ``dp / 2`` of them
+    under repair on average (``repair_s / mtbf_s``), the condition of
+    :func:`elastic_capacity`."""
+    m = float(_pos("mtbf_s", mtbf_s, _MTBF_HINT))
+    return float(_nonneg("repair_s", repair_s)) / m < check_int("dp", dp) / 2
+
+
 def compare_recovery(interval_s: float, delta_s: float, mtbf_s: float, *, detect_s: float,
                      restore_s: float, init_s: float, replace_s: float, repair_s: float,
-                     n_gpus: int, dp: int, spare_gpus: int = 0) -> dict[str, RecoveryResult]:
+                     n_gpus: int, dp: int, spare_gpus: int = 0,
+                     options: Iterable[str] = RECOVERY_OPTIONS) -> dict[str, RecoveryResult]:
     """Plain restart, hot spares and elastic shrink side by side (Daly's model for each).
 
     ``replace_s``: how long a plain restart waits for a replacement; ``repair_s``:
     how long an elastic job runs without the failed replica; ``spare_gpus``: the
     idle GPUs kept for the spares option (they do no work, so goodput per owned
-    GPU is ``goodput x n_gpus / (n_gpus + spare_gpus)``).
+    GPU is ``goodput x n_gpus / (n_gpus + spare_gpus)``). ``options``: which of
+    :data:`RECOVERY_OPTIONS` to compare (leave out ``"elastic"`` where
+    :func:`elastic_viable` is false).
     """
     n = int(_check_gpus(n_gpus))
     spare = check_int("spare_gpus", spare_gpus, minimum=0)
+    chosen = [check_choice("options", o, RECOVERY_OPTIONS) for o in options]
     out: dict[str, RecoveryResult] = {}
-    for option in RECOVERY_OPTIONS:
+    for option in chosen:
         r = restart_time_s(option, detect_s=detect_s, restore_s=restore_s, init_s=init_s,
                            replace_s=replace_s)
         cap = (elastic_capacity(interval_s, delta_s, mtbf_s, r, repair_s=repair_s, dp=dp)
