@@ -10,5 +10,14 @@ notebook: ``display(HTML(diagrams.ring_all_reduce(4, step=2)))``.
 """
 
 from .collectives import halving_doubling, ring_all_reduce, tree_all_reduce
+from .parallelism import pipeline_stages, sequence_parallel, tensor_parallel_mlp, zero_stages
 
-__all__ = ["halving_doubling", "ring_all_reduce", "tree_all_reduce"]
+__all__ = [
+    "halving_doubling",
+    "pipeline_stages",
+    "ring_all_reduce",
+    "sequence_parallel",
+    "tensor_parallel_mlp",
+    "tree_all_reduce",
+    "zero_stages",
+]

@@ -26,8 +26,9 @@ BLUE = "#0072B2"
 VERMILLION = "#D55E00"
 PURPLE = "#CC79A7"
 GREY = "#7A7A7A"
-#: One colour per item when items need telling apart (GPUs, rails, planes), in this order.
-PALETTE = (BLUE, ORANGE, GREEN, VERMILLION, SKY, PURPLE, YELLOW, GREY)
+#: One colour per item when items need telling apart (GPUs, rails, planes), in this order
+#: (yellow is left out: thin yellow lines vanish on white).
+PALETTE = (BLUE, ORANGE, GREEN, VERMILLION, SKY, PURPLE, BLACK, GREY)
 #: Pale fills for boxes that hold text.
 PALE = {"blue": "#DCEBF7", "orange": "#FCEBC8", "green": "#D5F0E7", "grey": "#EEEEEE",
         "vermillion": "#F8DCCB", "purple": "#F5E1EC", "sky": "#E1F1FB", "yellow": "#FBF7C8"}
@@ -178,6 +179,7 @@ class Canvas:
         if not texts:
             return
         fs = min(fit_size(t, w - 8, size, bold) for t in texts)
+        fs = max(10.0, min(fs, (h - 6) / (1.2 * (len(texts) - 1) + 1.0)))
         step = fs * 1.2
         y0 = y + h / 2 - step * (len(texts) - 1) / 2 + fs * 0.35
         color = text_fill or ink(fill)
