@@ -10,14 +10,20 @@ notebook: ``display(HTML(diagrams.ring_all_reduce(4, step=2)))``.
 """
 
 from .collectives import halving_doubling, ring_all_reduce, tree_all_reduce
+from .hardware import multi_plane, node, rail_optimised, super_node, transceivers
 from .parallelism import pipeline_stages, sequence_parallel, tensor_parallel_mlp, zero_stages
 
 __all__ = [
     "halving_doubling",
+    "multi_plane",
+    "node",
     "pipeline_stages",
+    "rail_optimised",
     "ring_all_reduce",
     "sequence_parallel",
+    "super_node",
     "tensor_parallel_mlp",
+    "transceivers",
     "tree_all_reduce",
     "zero_stages",
 ]

@@ -38,6 +38,8 @@ LINE = "#333333"
 MAX_SCALE = 1.3
 #: Font sizes (viewBox units) for a projector.
 TITLE, LABEL, SMALL = 21, 17, 15
+#: No text is drawn smaller than this (viewBox units).
+MIN_FONT = 11
 
 
 def _char_em(ch: str, bold: bool) -> float:
@@ -91,12 +93,14 @@ class Canvas:
         self.width, self.height, self.title = float(width), float(height), title
         self.parts: list[str] = []
         self._markers: dict[str, str] = {}
+        self._lowest = 0.0  # the lowest text descender or box edge drawn so far
 
     # -- shapes ---------------------------------------------------------------------
     def rect(self, x: float, y: float, w: float, h: float, *, fill: str = "white",
              stroke: str = LINE, stroke_width: float = 1.5, rx: float = 5, dash: str = "",
              tooltip: str = "") -> None:
         """A rectangle; ``tooltip`` becomes its ``<title>`` (shown on hover)."""
+        self._lowest = max(self._lowest, y + h)
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         stroke_attr = (f' stroke="{stroke}" stroke-width="{_num(stroke_width)}"'
                        if stroke != "none" else "")
@@ -149,6 +153,7 @@ class Canvas:
              anchor: str = "start", bold: bool = False, fill: str = BLACK,
              italic: bool = False) -> None:
         """One line of text; ``y`` is its baseline."""
+        self._lowest = max(self._lowest, y + 0.3 * size)
         attrs = f' font-size="{_num(size)}"'
         if anchor != "start":
             attrs += f' text-anchor="{anchor}"'
@@ -178,8 +183,11 @@ class Canvas:
         texts = [label] if isinstance(label, str) else list(label)
         if not texts:
             return
-        fs = min(fit_size(t, w - 8, size, bold) for t in texts)
-        fs = max(10.0, min(fs, (h - 6) / (1.2 * (len(texts) - 1) + 1.0)))
+        fs = min(fit_size(t, w - 8, size, bold, smallest=MIN_FONT) for t in texts)
+        fs = min(fs, (h - 6) / (1.2 * (len(texts) - 1) + 1.0))
+        if fs < MIN_FONT or any(text_width(t, fs, bold) > w - 2 for t in texts):
+            raise RuntimeError(f"label {texts!r} does not fit a {w:.0f} × {h:.0f} box at "
+                               f"{MIN_FONT} px or more (a drawing bug)")
         step = fs * 1.2
         y0 = y + h / 2 - step * (len(texts) - 1) / 2 + fs * 0.35
         color = text_fill or ink(fill)
@@ -209,7 +217,8 @@ class Canvas:
 
     # -- out ------------------------------------------------------------------------
     def svg(self) -> str:
-        """The finished ``<svg>`` element as text."""
+        """The finished ``<svg>`` element as text, tall enough for everything drawn."""
+        self.height = max(self.height, math.ceil(self._lowest + 12))
         w, h = _num(self.width), _num(self.height)
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="100%" '
                 f'preserveAspectRatio="xMidYMin meet" role="img" {_FONT} font-size="{LABEL}" '
