@@ -43,18 +43,17 @@ MIN_FONT = 11
 
 
 def _char_em(ch: str, bold: bool) -> float:
-    """Width of one character in ems, a little above DejaVu Sans' own metrics."""
+    """Width of one character in ems: at least DejaVu Sans' own (its letters average 0.56 em,
+    its space 0.32), so text measured this way never comes out narrower than it is drawn."""
     if ch == " ":
-        w = 0.33
-    elif ch in "iljI.,:;'|!()[]":
-        w = 0.36
+        w = 0.35
     elif ch in "mwMW—…":
         w = 0.95
     elif ch.isupper() or ch.isdigit() or ch in "#%&@+=<>≥≤×→←↔↑↓ΣΨ✓":
         w = 0.7
     else:
-        w = 0.6
-    return w * (1.1 if bold else 1.0)
+        w = 0.62
+    return w * (1.115 if bold else 1.0)
 
 
 def text_width(text: str, size: float, bold: bool = False) -> float:

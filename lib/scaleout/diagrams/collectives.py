@@ -145,8 +145,9 @@ def ring_all_reduce(n: int = 4, step: int = 0) -> str:
     legend_y = bottom_of_table + 72
     c.legend(30, legend_y, [("own gradients only", "white"), ("partial sum", PARTIAL),
                             ("full sum", FULL)], size=SMALL)
-    c.text(30, legend_y + 30, "A thick outline marks the chunk each GPU sends in this step; "
-           f"a chunk is 1/{n} of the buffer.", size=SMALL)
+    c.lines(30, legend_y + 30, wrap("A thick outline marks the chunk each GPU sends in this "
+                                    f"step; a chunk is 1/{n} of the buffer.", width - 60, SMALL),
+            size=SMALL)
     return c.svg()
 
 

@@ -217,10 +217,16 @@ def multi_plane(planes: int = 4, nic_gbps: float = 800.0, switch_gbps: float = 1
     packets over the planes round-robin; the receiver puts them back in order.
     Sized by :func:`scaleout.fabric.size_multiplane` (radix from
     :func:`~scaleout.fabric.radix_at`); a plane's tiers are drawn as it sizes them.
+    Each plane is a Clos network (Clos 1953); the NIC with four 200G ports on four
+    planes, sprayed round-robin and reordered at the receiver, is the design the
+    workbook's scale-out sources describe (notebook 09).
     """
     p = check_int("planes", planes, maximum=8)
     design = fabric.size_multiplane(n_endpoints, nic_gbps, p, switch_gbps=switch_gbps)
-    single = fabric.size_multiplane(n_endpoints, nic_gbps, 1, switch_gbps=switch_gbps)
+    try:
+        single = fabric.size_multiplane(n_endpoints, nic_gbps, 1, switch_gbps=switch_gbps)
+    except ValueError:  # one plane of full-speed ports cannot reach that many NICs at all
+        single = None
     plane = design.plane
     width, margin = 1000, 24
     tiers = plane.tiers
@@ -282,9 +288,11 @@ def multi_plane(planes: int = 4, nic_gbps: float = 800.0, switch_gbps: float = 1
     notes = [
         f"Each plane{rows_named}: radix-{plane.radix} switches at {_gbps(plane.port_gbps)}, "
         f"{plane.tiers} tier{'s' * (plane.tiers > 1)}, {plane.endpoints:,} NICs, "
-        f"{plane.switches:,} switches ({design.switches:,} in all). One "
-        f"{_gbps(nic_gbps)} plane of the same chips (radix {single.plane.radix}) needs "
-        f"{single.plane.tiers} tiers.",
+        f"{plane.switches:,} switches ({design.switches:,} in all). " + (
+            f"One {_gbps(nic_gbps)} plane of the same chips (radix {single.plane.radix}) "
+            f"needs {single.plane.tiers} tier{'s' * (single.plane.tiers > 1)}."
+            if single else f"One {_gbps(nic_gbps)} plane of the same chips cannot reach "
+            f"{n_endpoints:,} NICs in three tiers."),
         "Every GPU's NIC is wired the same way (three drawn). The sender sprays a flow's "
         "packets over the planes; the receiver writes them in any order, so no single link "
         "is the bottleneck.",
@@ -340,6 +348,8 @@ def super_node(domain: str = "DGX GH200", chassis_drawn: int = 4) -> str:
         c.rect(x0, rows["l1"] - 16, ch_w, rows["acc"] - rows["l1"] + 112, fill=PALE["grey"],
                stroke=LINE, rx=10)
         label = f"chassis {chassis + 1}: {per} accelerators"
+        if fit_size(label, ch_w - 12, 16, bold=True) < 14:
+            label = f"chassis {chassis + 1}"
         c.text(x0 + ch_w / 2, rows["acc"] + 84, label, anchor="middle", bold=True,
                size=fit_size(label, ch_w - 12, 16, bold=True))
         l1_slot = (ch_w - 16) / l1_drawn
@@ -375,8 +385,9 @@ def super_node(domain: str = "DGX GH200", chassis_drawn: int = 4) -> str:
              (f"{d.outer_medium} between chassis", outer)]
     y = c.legend(margin, rows["acc"] + 136, items, size=SMALL, swatch="line",
                  dashes=["", outer_dash])
-    l1_text = (f"{l1} L1 switches per chassis ({l1 * d.chassis:,} in all)" if l1 else
-               "L1 switches in every chassis")
+    l1_text = (f"{per} accelerators and {l1} L1 switches per chassis "
+               f"({l1 * d.chassis:,} L1 in all)" if l1 else
+               f"{per} accelerators and L1 switches in every chassis")
     note = (f"{l1_text}; every accelerator reaches every L1 of its chassis, every L1 every "
             f"L2. Drawn: {l1_drawn} L1 per chassis and {len(drawn)} of the {d.chassis} chassis.")
     c.lines(margin, y + 30, wrap(note, usable, SMALL), size=SMALL)

@@ -290,13 +290,21 @@ def pipeline_stages(n_layers: int = 16, p: int = 4, v: int = 1) -> str:
               stroke="white", rx=3, tooltip=f"GPU {d}, chunk {chunk + 1}")
         c.line(x + block_w / 2, top + strip_h + 2, gpu_x[d] + gpu_w / 2, gpu_y - 4,
                stroke=color, width=2.5, arrow=True)
-    spans = [", ".join(f"{r.start + 1}–{r.stop}" if len(r) > 1 else f"{r.start + 1}"
-                       for r in la.layers_of(d)) for d in range(la.p)]
-    fs = min(fit_size(f"layers {s}", gpu_w - 10, LABEL) for s in spans)
+    per_line = 2 if la.p > 4 else 3
+    spans = []
+    for d in range(la.p):
+        parts = [f"{r.start + 1}–{r.stop}" if len(r) > 1 else f"{r.start + 1}"
+                 for r in la.layers_of(d)]
+        spans.append([", ".join(parts[i:i + per_line]) + ("," if i + per_line < len(parts)
+                                                          else "")
+                      for i in range(0, len(parts), per_line)])
+    n_lines = 2 + max(len(x) for x in spans)
+    box_h = 20 + 22 * n_lines
+    fs = min(fit_size(line, gpu_w - 10, LABEL) for x in spans for line in x)
     for d in range(la.p):
         color = PALETTE[d % len(PALETTE)]
-        c.box(gpu_x[d], gpu_y, gpu_w, 92,
-              [f"GPU {d}" + ("" if la.v > 1 else f", stage {d}"), "layers", spans[d]],
+        c.box(gpu_x[d], gpu_y, gpu_w, box_h,
+              [f"GPU {d}" + ("" if la.v > 1 else f", stage {d}"), "layers", *spans[d]],
               fill=PALE["grey"], size=fs, stroke=color, stroke_width=4)
         c.rect(gpu_x[d], gpu_y, gpu_w, 10, fill=color, stroke="none", rx=2)
     path = " → ".join(str(int(la.device[b * k])) for b in range(blocks))
@@ -304,6 +312,6 @@ def pipeline_stages(n_layers: int = 16, p: int = 4, v: int = 1) -> str:
     if la.v > 1:
         note += (f" It goes round the pipeline {la.v} times: the bubble shrinks "
                  f"{la.v}-fold, and the sends between GPUs grow {la.v}-fold.")
-    c.lines(margin, gpu_y + 130, wrap(note, width - 2 * margin, SMALL), size=SMALL)
+    c.lines(margin, gpu_y + box_h + 38, wrap(note, width - 2 * margin, SMALL), size=SMALL)
     return c.svg()
 
