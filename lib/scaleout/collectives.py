@@ -428,6 +428,16 @@ class AllReduceSchedule:
         """Bytes the busiest GPU sends for a buffer of ``size_bytes`` (the β count)."""
         return float(self.chunks_sent().max()) * _sizes(size_bytes) / self.n_chunks
 
+    def sent_fraction(self, step: int) -> float:
+        """Share of the buffer the busiest GPU has sent before ``step`` (``2(n−1)/n`` at the
+        end, for the ring and halving-doubling)."""
+        step = check_int("step", step, minimum=0, maximum=self.steps)
+        out = np.zeros(self.n, dtype=np.int64)
+        for sends in self.sends[:step]:
+            for src, _dst, chunks in sends:
+                out[src] += len(chunks)
+        return float(out.max()) / self.n_chunks
+
     def complete(self, step: int) -> np.ndarray:
         """``(n, n_chunks)`` booleans: which copies hold the full sum before ``step``."""
         return self.contributors[check_int("step", step, minimum=0, maximum=self.steps)] == self.n

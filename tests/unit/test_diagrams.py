@@ -62,6 +62,8 @@ def test_ring_and_halving_doubling_schedules_move_what_the_cost_model_charges(n)
     assert ring.steps == steps
     assert ring.bytes_per_gpu(size) == pytest.approx(sent)
     assert (ring.chunks_sent() == 2 * (n - 1)).all()  # every GPU equally busy
+    assert ring.sent_fraction(ring.steps) * size == pytest.approx(sent)
+    assert ring.sent_fraction(n - 1) == pytest.approx((n - 1) / n)  # the reduce-scatter's share
     if n & (n - 1) == 0:
         hd = collectives.halving_doubling_schedule(n)
         steps, sent = collectives.cost_terms("all_reduce", size, n, "halving_doubling")
