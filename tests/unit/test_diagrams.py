@@ -222,6 +222,21 @@ def _assert_text_inside(svg: str) -> list[dict]:
     return texts
 
 
+def _contrast_on_white(color: str) -> float:
+    """WCAG 2 contrast ratio of ``#rrggbb`` text on white."""
+    rgb = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 1.05 / (0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] + 0.05)
+
+
+def _assert_text_readable(svg: str) -> None:
+    """Coloured text reaches WCAG AA contrast (4.5) on white; white text sits on a dark box."""
+    for t in _parse(svg).iter(f"{NS}text"):
+        fill = t.get("fill", "#000000").upper()
+        if fill != "#FFFFFF":
+            assert _contrast_on_white(fill) >= 4.5, (t.text, fill)
+
+
 def _strings(svg: str) -> list[str]:
     return [t["text"] for t in _texts(_parse(svg))]
 
@@ -259,6 +274,7 @@ DRAWINGS = [
 def test_every_drawing_is_well_formed_svg_with_its_text_inside(draw, kwargs):
     svg = draw(**kwargs)
     texts = _assert_text_inside(svg)
+    _assert_text_readable(svg)
     assert texts and all(t["text"].strip() for t in texts)
     assert draw.__doc__ and re.search(r"\d{4}|catalog|data/", draw.__doc__)  # names a source
 

@@ -70,15 +70,37 @@ def fit_size(text: str, width: float, size: float, bold: bool = False,
     return max(smallest, math.floor(size * width / need * 10) / 10)
 
 
-def ink(fill: str) -> str:
-    """Black or white, whichever contrasts more with ``fill`` (WCAG 2 relative luminance)."""
-    hex_ = fill.lstrip("#")
+def _luminance(color: str) -> float | None:
+    """WCAG 2 relative luminance of ``#rrggbb`` (None for anything else)."""
+    hex_ = color.lstrip("#")
     if len(hex_) != 6:
-        return BLACK
+        return None
     rgb = [int(hex_[i:i + 2], 16) / 255 for i in (0, 2, 4)]
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
-    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def ink(fill: str) -> str:
+    """Black or white, whichever contrasts more with ``fill`` (WCAG 2 relative luminance)."""
+    lum = _luminance(fill)
+    if lum is None:
+        return BLACK
     return BLACK if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#FFFFFF"
+
+
+def readable(color: str, ratio: float = 5.0) -> str:
+    """``color`` darkened just enough for text on white to reach ``ratio`` (WCAG AA asks 4.5;
+    5 leaves room for the pale fills text also sits on)."""
+    lum = _luminance(color)
+    if lum is None or 1.05 / (lum + 0.05) >= ratio:
+        return color
+    rgb = [int(color.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4)]
+    for _ in range(20):
+        rgb = [round(c * 0.9) for c in rgb]
+        out = "#" + "".join(f"{c:02X}" for c in rgb)
+        if 1.05 / (_luminance(out) + 0.05) >= ratio:
+            return out
+    return BLACK
 
 
 def _num(v: float) -> str:
@@ -160,8 +182,8 @@ class Canvas:
             attrs += ' font-weight="bold"'
         if italic:
             attrs += ' font-style="italic"'
-        if fill != BLACK:
-            attrs += f' fill="{fill}"'
+        if fill != BLACK:  # coloured text on the white page is darkened until it reads
+            attrs += f' fill="{fill if fill.upper() == "#FFFFFF" else readable(fill)}"'
         self.parts.append(f'<text x="{_num(x)}" y="{_num(y)}"{attrs}>{escape(text)}</text>')
 
     def lines(self, x: float, y: float, texts: Sequence[str], *, size: float = LABEL,

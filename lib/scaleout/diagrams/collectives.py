@@ -10,7 +10,6 @@ from ._svg import (
     GREY,
     LABEL,
     LINE,
-    ORANGE,
     PALE,
     SMALL,
     VERMILLION,
@@ -186,28 +185,33 @@ def tree_all_reduce(n: int = 8) -> str:
     n = check_int("n", n, minimum=2, maximum=16)
     tree = collectives.double_binary_tree(n)
     leaves = max(sum(1 for r in range(n) if not tree.children(t, r)) for t in (0, 1))
-    slot_w = 96 if leaves > 5 else 130
-    width = max(760, 60 + leaves * slot_w)
+    side_by_side = leaves <= 5  # two trees abreast fit a projector; larger ones stack
+    slot_w = 96 if leaves > 5 else 92
+    panel_w = 40 + leaves * slot_w
+    width = max(900, 2 * panel_w + 40) if side_by_side else max(760, 60 + leaves * slot_w)
     level_h = 74
     depth = max(tree.depth(0), tree.depth(1))
-    panel_h = 40 + (depth + 1) * level_h
+    panel_h = 48 + (depth + 1) * level_h
     top = 70
-    height = top + 2 * panel_h + 150
+    height = top + (1 if side_by_side else 2) * panel_h + 150
     c = Canvas(width, height, f"Double binary tree all-reduce on {n} GPUs")
     heading(c, f"Double binary tree all-reduce on {n} GPUs (NCCL)")
-    x0 = (width - leaves * slot_w) / 2
-    colors = (BLUE, ORANGE)
-    names = ("Tree 1 carries the first half of the buffer",
-             "Tree 2 carries the second half")
+    colors = (BLUE, VERMILLION)
+    names = ("Tree 1: first half of the buffer", "Tree 2: second half")
     box_w = min(slot_w - 10, 76)
     for t in (0, 1):
-        y_panel = top + t * panel_h
-        c.text(30, y_panel + 22, names[t], size=LABEL, bold=True, fill=colors[t])
+        if side_by_side:
+            x_panel, y_panel = 20 + t * (width - 40) / 2, top
+            x0 = x_panel + ((width - 40) / 2 - leaves * slot_w) / 2
+        else:
+            x_panel, y_panel = 30, top + t * panel_h
+            x0 = (width - leaves * slot_w) / 2
+        c.text(x_panel + 10, y_panel + 22, names[t], size=LABEL, bold=True, fill=colors[t])
         pos = _tree_positions(tree, t)
 
-        def centre(rank: int, y_panel=y_panel, pos=pos) -> tuple[float, float]:
+        def centre(rank: int, y_panel=y_panel, pos=pos, x0=x0) -> tuple[float, float]:
             slot, d = pos[rank]
-            return x0 + (slot + 0.5) * slot_w, y_panel + 58 + d * level_h
+            return x0 + (slot + 0.5) * slot_w, y_panel + 66 + d * level_h
 
         for rank, parent in enumerate(tree.parents[t]):
             if parent >= 0:
@@ -216,12 +220,12 @@ def tree_all_reduce(n: int = 8) -> str:
         inner = {r for r in range(n) if tree.children(t, r)}
         for rank in range(n):
             xc, yc = centre(rank)
-            fill = PALE["blue" if t == 0 else "orange"] if rank in inner else "white"
+            fill = PALE["blue" if t == 0 else "vermillion"] if rank in inner else "white"
             c.box(xc - box_w / 2, yc - 17, box_w, 34, f"GPU {rank}", fill=fill, size=SMALL,
                   bold=rank == tree.root(t), stroke=colors[t], stroke_width=2)
     steps, sent = collectives.cost_terms("all_reduce", 1.0, n, "tree")
     ring_steps, ring_sent = collectives.cost_terms("all_reduce", 1.0, n, "ring")
-    y = top + 2 * panel_h + 20
+    y = top + (1 if side_by_side else 2) * panel_h + 20
     notes = [
         "Each half is summed up its tree to the root (bold), then sent back down "
         "(arrows go both ways).",
