@@ -30,7 +30,8 @@ class RingStepper:
     def __init__(self, n: int = 4, step: int = 0, interval_ms: int = 1200) -> None:
         n_ctl = W.IntSlider(value=4, min=2, max=8, description="GPUs", continuous_update=False,
                             style={"description_width": "60px"}, layout=W.Layout(width="260px"))
-        step_ctl = W.IntSlider(value=0, min=0, max=6, description="step",
+        # no number beside the slider: the picture's own step bar says where the ring is
+        step_ctl = W.IntSlider(value=0, min=0, max=6, description="step", readout=False,
                                style={"description_width": "60px"},
                                layout=W.Layout(width="360px"))
         self.play = W.Play(value=0, min=0, max=6, step=1, interval=interval_ms,
