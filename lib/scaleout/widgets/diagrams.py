@@ -43,8 +43,8 @@ class RingStepper:
         self.figure = W.HTML(layout=W.Layout(width="100%"))
         self.result: dict[str, Any] | None = None
         self.error: str | None = None
-        for name, control in self.controls.items():
-            control.add_class(f"so-ctl-{name}")
+        for name, control in self.controls.items():  # not so-ctl-*: an explorer may share
+            control.add_class(f"so-stepper-{name}")    # the notebook (and a control's name)
         self.status.add_class("so-stepper-status")
         self.figure.add_class("so-stepper-figure")
         self.readout.add_class("so-stepper-readout")
