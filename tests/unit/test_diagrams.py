@@ -237,6 +237,22 @@ def _assert_text_readable(svg: str) -> None:
             assert _contrast_on_white(fill) >= 4.5, (t.text, fill)
 
 
+def _assert_no_text_overlaps(texts: list[dict]) -> None:
+    """No two texts' estimated boxes (cap height above the baseline, descenders below) meet."""
+    boxes = []
+    for t in texts:
+        spaces = t["text"].count(" ")
+        em = EM_BOLD if t["bold"] else EM_NORMAL
+        w = t["size"] * (spaces * EM_SPACE + (len(t["text"]) - spaces) * em)
+        left = {"start": t["x"], "middle": t["x"] - w / 2, "end": t["x"] - w}[t["anchor"]]
+        boxes.append((left, t["y"] - 0.72 * t["size"], left + w, t["y"] + 0.2 * t["size"],
+                      t["text"]))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+            assert apart, f"{a[4]!r} overlaps {b[4]!r}"
+
+
 def _strings(svg: str) -> list[str]:
     return [t["text"] for t in _texts(_parse(svg))]
 
@@ -275,6 +291,7 @@ def test_every_drawing_is_well_formed_svg_with_its_text_inside(draw, kwargs):
     svg = draw(**kwargs)
     texts = _assert_text_inside(svg)
     _assert_text_readable(svg)
+    _assert_no_text_overlaps(texts)
     assert texts and all(t["text"].strip() for t in texts)
     assert draw.__doc__ and re.search(r"\d{4}|catalog|data/", draw.__doc__)  # names a source
 

@@ -119,7 +119,8 @@ def node(gpu: str = "H100-SXM5-80GB", *, nvswitches: int = 4, pcie_switches: int
               stroke=ORANGE, stroke_width=2)
     c.line(cpu_x + cpu_w / 2, rows["pcie"] - 30, cpu_x + cpu_w / 2, rows["pcie"] - 12,
            stroke=PCIE, width=2.5)
-    items = [("NVLink (scale-up)", NVLINK), ("PCIe", PCIE), ("network port (scale-out)", NETWORK)]
+    items = [(f"{g.scaleup_link} (scale-up)", NVLINK), ("PCIe", PCIE),
+             ("network port (scale-out)", NETWORK)]
     y = c.legend(margin, height - 48, items, size=SMALL, swatch="line")
     link = f"{g.scaleup_link}: {g.scaleup_gbytes_s:,.0f} GB/s each way per GPU"
     net = (f"; {g.scaleout_link}: {port.gbytes_s:,.0f} GB/s each way per NIC"

@@ -163,8 +163,8 @@ def sequence_parallel(t: int = 2) -> str:
     ag = collectives.busbw_factor("all_gather", t)
     ar = collectives.busbw_factor("all_reduce", t)
     y = top + t * lane_h + 30
-    c.legend(20, y, [(f"part {j + 1} of the sequence", PALETTE[j % len(PALETTE)])
-                     for j in range(t)] + [("not held", "white")], size=SMALL)
+    y = c.legend(20, y, [(f"part {j + 1} of the sequence", PALETTE[j % len(PALETTE)])
+                         for j in range(t)] + [("not held", "white")], size=SMALL)
     notes = [
         "g: all-gather forward, reduce-scatter backward. ḡ: reduce-scatter forward, "
         "all-gather backward.",
