@@ -470,3 +470,14 @@ def test_canvas_refuses_a_label_that_cannot_fit_and_picks_readable_ink():
         c.box(0, 0, 20, 20, "a long label")
     assert _svg.ink(_svg.BLUE) == "#FFFFFF" and _svg.ink(_svg.ORANGE) == _svg.BLACK
     assert _svg.ink(_svg.PALE["grey"]) == _svg.BLACK
+
+
+def test_l1_and_l2_counts_are_data_only_for_two_tier_domains():
+    gh200 = synthesis.scaleup_domain("DGX GH200")
+    assert (gh200.l1_switches_per_chassis, gh200.l2_switches) == (3, 36)  # the whitepaper's 96/32
+    fields = {k: getattr(gh200, k) for k in ("name", "vendor", "kind", "accelerators",
+                                             "inner_medium", "openness", "year", "source")}
+    with pytest.raises(ValueError, match="'l1_switches_per_chassis' is only meaningful"):
+        synthesis.ScaleupDomain(**fields, switch_tiers=1, l1_switches_per_chassis=3)
+    with pytest.raises(ValueError, match="l2_switches"):
+        synthesis.ScaleupDomain(**fields, switch_tiers=2, l2_switches=0)
