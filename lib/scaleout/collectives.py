@@ -503,7 +503,7 @@ def halving_doubling_schedule(n: int) -> AllReduceSchedule:
     bit is 0) and sends the other half, so the data halves at every step and
     GPU ``g`` ends with the full sum of chunk ``g``. The all-gather retraces the
     pairs in reverse, doubling what each holds. ``2 log2 n`` steps and
-    ``2(n−1)/n · S`` per GPU (Thakur et al. 2005, Sec. 4.5). ``n`` must be a
+    ``2(n−1)/n · S`` per GPU (Thakur et al. 2005, Sec. 4). ``n`` must be a
     power of two (other sizes need an extra step first, not drawn here).
     """
     n = check_int("n", n, minimum=2)

@@ -94,6 +94,11 @@ def test_double_binary_tree_is_nccls_and_each_gpu_is_inner_in_at_most_one_tree()
     # NCCL's ncclGetBtree for 8 ranks: 0 -> 4 -> {2, 6} -> {1, 3} and {5, 7}
     assert t8.parents[0] == (-1, 2, 4, 2, 0, 6, 4, 6)
     assert t8.parents[1] == tuple(-1 if p == -1 else 7 - p for p in reversed(t8.parents[0]))
+    # the figures in NCCL's src/graph/trees.cc: 12 ranks mirrored, 13 ranks shifted by one
+    assert collectives.double_binary_tree(12).parents == (
+        (-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 8, 10), (1, 3, 1, 11, 5, 7, 5, 3, 9, 7, 9, -1))
+    assert collectives.double_binary_tree(13).parents[1] == (
+        9, -1, 3, 5, 3, 9, 7, 5, 7, 1, 11, 0, 11)
     for n in range(2, 40):
         dt = collectives.double_binary_tree(n)
         steps, _ = collectives.cost_terms("all_reduce", 1.0, n, "tree")

@@ -246,7 +246,7 @@ def halving_doubling(n: int = 4) -> str:
     halving, partners are ``n/2, n/4, … 1`` apart and swap half of what each is
     still summing; while doubling, the pairs repeat in reverse and swap finished
     chunks. From :func:`scaleout.collectives.halving_doubling_schedule`
-    (Thakur et al. 2005, Sec. 4.5); ``2 log2 n`` steps, ``2(n−1)/n`` of the buffer.
+    (Thakur et al. 2005, Sec. 4); ``2 log2 n`` steps, ``2(n−1)/n`` of the buffer.
     """
     n = check_int("n", n, minimum=2, maximum=_MAX_GPUS)
     sched = collectives.halving_doubling_schedule(n)  # checks n is a power of two
