@@ -51,7 +51,9 @@ __all__ = [
     "ALGORITHMS",
     "BUSBW_FACTORS",
     "OPS",
+    "AllReduceSchedule",
     "AlphaBeta",
+    "DoubleBinaryTree",
     "algbw",
     "algorithm_crossover_bytes",
     "busbw",
@@ -59,11 +61,14 @@ __all__ = [
     "collective_time",
     "cost_terms",
     "crossover_bytes",
+    "double_binary_tree",
+    "halving_doubling_schedule",
     "hierarchical_all_reduce_time",
     "host_cpu_cores",
     "lower_bound_bytes",
     "nccl_tests_prediction",
     "ring_all_reduce_time",
+    "ring_schedule",
 ]
 
 #: Collective operations, named as NCCL names them.
@@ -376,3 +381,210 @@ def host_cpu_cores(link, throughput_gbps: float | None = None, core_ghz: float =
     rate = (units.gbytes_s_to_gbps(spec.gbytes_s) if throughput_gbps is None
             else check_positive("throughput_gbps", throughput_gbps, allow_zero=True))
     return rate * spec.cpu_ghz_per_gbps / core_ghz
+
+
+# =========================================================================== schedules
+@dataclass(frozen=True, eq=False)
+class AllReduceSchedule:
+    """An all-reduce run step by step on ``n`` simulated GPUs: who sends which chunk to whom.
+
+    Every GPU's buffer is cut into ``n`` chunks. Step ``s`` (``0 ≤ s < steps``)
+    belongs to :attr:`phase` ``[s]`` (``"reduce-scatter"``: the receiver adds
+    what arrives to its own copy; ``"all-gather"``: it replaces its copy with the
+    finished chunk) and sends :attr:`sends` ``[s]``, a tuple of
+    ``(source, destination, chunks)``. :attr:`contributors` ``[s, g, c]`` counts
+    the GPUs whose input is summed into GPU ``g``'s copy of chunk ``c`` *before*
+    step ``s`` (``[steps]`` is the end: ``n`` everywhere once the all-reduce is
+    done). Built by :func:`ring_schedule` and :func:`halving_doubling_schedule`,
+    which track every copy's contributors as a set and fail if a sum would count
+    one GPU's input twice.
+    """
+
+    algorithm: str
+    n: int
+    phase: tuple[str, ...]
+    sends: tuple[tuple[tuple[int, int, tuple[int, ...]], ...], ...]
+    contributors: np.ndarray
+
+    @property
+    def steps(self) -> int:
+        """Latency steps (the α count of :func:`cost_terms`)."""
+        return len(self.phase)
+
+    @property
+    def n_chunks(self) -> int:
+        """Chunks each GPU's buffer is cut into."""
+        return int(self.contributors.shape[2])
+
+    def chunks_sent(self) -> np.ndarray:
+        """Chunks each GPU sends over the whole all-reduce (one number per GPU)."""
+        out = np.zeros(self.n, dtype=np.int64)
+        for step in self.sends:
+            for src, _dst, chunks in step:
+                out[src] += len(chunks)
+        return out
+
+    def bytes_per_gpu(self, size_bytes: float) -> float:
+        """Bytes the busiest GPU sends for a buffer of ``size_bytes`` (the β count)."""
+        return float(self.chunks_sent().max()) * _sizes(size_bytes) / self.n_chunks
+
+    def sent_fraction(self, step: int) -> float:
+        """Share of the buffer the busiest GPU has sent before ``step`` (``2(n−1)/n`` at the
+        end, for the ring and halving-doubling)."""
+        step = check_int("step", step, minimum=0, maximum=self.steps)
+        out = np.zeros(self.n, dtype=np.int64)
+        for sends in self.sends[:step]:
+            for src, _dst, chunks in sends:
+                out[src] += len(chunks)
+        return float(out.max()) / self.n_chunks
+
+    def complete(self, step: int) -> np.ndarray:
+        """``(n, n_chunks)`` booleans: which copies hold the full sum before ``step``."""
+        return self.contributors[check_int("step", step, minimum=0, maximum=self.steps)] == self.n
+
+
+def _run_schedule(algorithm: str, n: int, plan) -> AllReduceSchedule:
+    """Execute ``plan`` (``[(phase, [(src, dst, chunks), ...]), ...]``) on contributor sets.
+
+    Sends of one step read the state before the step (they happen at once). A
+    reduce-scatter send adds the source's set to the destination's and fails if
+    they overlap (an input counted twice); an all-gather send must carry a
+    complete chunk and replaces the destination's copy.
+    """
+    full = (1 << n) - 1
+    state = [[1 << g for _ in range(n)] for g in range(n)]  # bit g: GPU g's input included
+    history = [[[s.bit_count() for s in row] for row in state]]
+    for phase, sends in plan:
+        before = [row[:] for row in state]
+        for src, dst, chunks in sends:
+            for c in chunks:
+                if phase == "reduce-scatter":
+                    if before[src][c] & state[dst][c]:
+                        raise RuntimeError(f"{algorithm}: chunk {c} from GPU {src} to GPU {dst} "
+                                           "would count an input twice")
+                    state[dst][c] |= before[src][c]
+                else:
+                    if before[src][c] != full:
+                        raise RuntimeError(f"{algorithm}: GPU {src} forwards chunk {c} before "
+                                           "it is complete")
+                    state[dst][c] = full
+        history.append([[s.bit_count() for s in row] for row in state])
+    if any(s != full for row in state for s in row):  # pragma: no cover - the plans are correct
+        raise RuntimeError(f"{algorithm}: the all-reduce did not finish")
+    return AllReduceSchedule(
+        algorithm=algorithm, n=n, phase=tuple(ph for ph, _ in plan),
+        sends=tuple(tuple((s, d, tuple(c)) for s, d, c in sends) for _, sends in plan),
+        contributors=np.array(history, dtype=np.int64))
+
+
+def ring_schedule(n: int) -> AllReduceSchedule:
+    """The ring all-reduce, step by step: a reduce-scatter, then an all-gather, around a ring.
+
+    GPU ``g`` sends to ``g + 1`` (mod ``n``). In reduce-scatter step ``k``
+    (``k = 0 … n−2``) it sends chunk ``(g − k) mod n``, to which the receiver
+    adds its own; after ``n − 1`` steps GPU ``g`` holds the full sum of chunk
+    ``(g + 1) mod n``. In all-gather step ``k`` it forwards the finished chunk
+    ``(g + 1 − k) mod n``. ``2(n − 1)`` steps, each moving ``S/n`` per GPU:
+    ``2(n−1)/n · S`` in all, the bound of Patarasuk & Yuan 2009 (Thakur et al.
+    2005, Sec. 4.4; the order NCCL's ring uses).
+    """
+    n = check_int("n", n, minimum=2)
+    ring = [(g, (g + 1) % n) for g in range(n)]
+    plan = [("reduce-scatter", [(g, d, [(g - k) % n]) for g, d in ring]) for k in range(n - 1)]
+    plan += [("all-gather", [(g, d, [(g + 1 - k) % n]) for g, d in ring]) for k in range(n - 1)]
+    return _run_schedule("ring", n, plan)
+
+
+def halving_doubling_schedule(n: int) -> AllReduceSchedule:
+    """Rabenseifner's all-reduce, step by step: recursive halving, then recursive doubling.
+
+    Reduce-scatter step ``j`` pairs GPU ``g`` with ``g XOR n/2^(j+1)``: each
+    keeps half of the chunks it is still responsible for (the lower half if its
+    bit is 0) and sends the other half, so the data halves at every step and
+    GPU ``g`` ends with the full sum of chunk ``g``. The all-gather retraces the
+    pairs in reverse, doubling what each holds. ``2 log2 n`` steps and
+    ``2(n−1)/n · S`` per GPU (Thakur et al. 2005, Sec. 4). ``n`` must be a
+    power of two (other sizes need an extra step first, not drawn here).
+    """
+    n = check_int("n", n, minimum=2)
+    if n & (n - 1):
+        lower = 1 << (n.bit_length() - 1)
+        raise ValueError(f"n must be a power of two for halving-doubling, got {n}; "
+                         f"try n={lower} or n={2 * lower}")
+    owned = {g: list(range(n)) for g in range(n)}
+    plan, pairs = [], []
+    d = n // 2
+    while d:
+        sends, new = [], {}
+        for g in range(n):
+            half = len(owned[g]) // 2
+            low, high = owned[g][:half], owned[g][half:]
+            keep, give = (low, high) if not g & d else (high, low)
+            sends.append((g, g ^ d, give))
+            new[g] = keep
+        plan.append(("reduce-scatter", sends))
+        pairs.append(d)
+        owned = new
+        d //= 2
+    for d in reversed(pairs):
+        plan.append(("all-gather", [(g, g ^ d, list(owned[g])) for g in range(n)]))
+        owned = {g: sorted(owned[g] + owned[g ^ d]) for g in range(n)}
+    return _run_schedule("halving_doubling", n, plan)
+
+
+@dataclass(frozen=True, eq=False)
+class DoubleBinaryTree:
+    """NCCL's two binary trees over ``n`` ranks: :attr:`parents` ``[t][r]`` (−1 at a root).
+
+    Half of the buffer is reduced up tree 0 and broadcast down it, the other half
+    on tree 1; a rank that is interior in one tree is a leaf in the other (for
+    ``n`` even), so every rank sends and receives about ``S`` in each phase.
+    """
+
+    n: int
+    parents: tuple[tuple[int, ...], tuple[int, ...]]
+
+    def children(self, tree: int, rank: int) -> list[int]:
+        """Ranks whose parent in ``tree`` is ``rank``, in rank order."""
+        return [r for r, p in enumerate(self.parents[tree]) if p == rank]
+
+    def root(self, tree: int) -> int:
+        """The root rank of ``tree``."""
+        return self.parents[tree].index(-1)
+
+    def depth(self, tree: int) -> int:
+        """Edges on the longest leaf-to-root path of ``tree``."""
+        best = 0
+        for r in range(self.n):
+            k, p = 0, self.parents[tree][r]
+            while p != -1:
+                k, p = k + 1, self.parents[tree][p]
+            best = max(best, k)
+        return best
+
+
+def _btree_parent(n: int, rank: int) -> int:
+    """Parent of ``rank`` in NCCL's in-order binary tree of ``n`` ranks rooted at 0."""
+    if rank == 0:
+        return -1
+    bit = rank & -rank
+    up = (rank ^ bit) | (bit << 1)
+    return up if up < n else rank ^ bit
+
+
+def double_binary_tree(n: int) -> DoubleBinaryTree:
+    """The double binary tree of NCCL 2.4 (Sanders, Speck, Träff 2009; Jeaugey 2019).
+
+    Tree 0 is the in-order binary tree on ranks ``0 … n−1`` (rank ``r``'s parent
+    flips its lowest set bit and sets the next, NCCL's ``ncclGetBtree``); tree 1
+    is its mirror image (``r → n−1−r``) for even ``n`` and tree 0 shifted by one
+    rank for odd ``n`` (``ncclGetDtree``). Both have depth at most ``⌈log2 n⌉``,
+    which is why the tree's latency term grows as ``log n`` (:func:`collective_time`).
+    """
+    n = check_int("n", n, minimum=2)
+    first = tuple(_btree_parent(n, r) for r in range(n))
+    if n % 2 == 0:
+        second = tuple(-1 if (p := first[n - 1 - r]) == -1 else n - 1 - p for r in range(n))
+    else:
+        second = tuple(-1 if (p := first[(r - 1) % n]) == -1 else (p + 1) % n for r in range(n))
+    return DoubleBinaryTree(n=n, parents=(first, second))

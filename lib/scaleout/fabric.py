@@ -710,6 +710,16 @@ class RailDesign:
         """True when each rail fits on one leaf: same-index GPUs of all nodes one switch apart."""
         return self.groups == 1
 
+    def leaf_of(self, node: int, gpu: int) -> int:
+        """The leaf switch GPU ``gpu`` of ``node`` is cabled to: ``group · rails + gpu``.
+
+        Leaves are numbered group by group, one per rail in each group; node ``n`` is in
+        group ``n // nodes_per_group``. Every leaf sends its uplinks to all :attr:`spines`.
+        """
+        node = check_int("node", node, minimum=0, maximum=self.n_nodes - 1)
+        gpu = check_int("gpu", gpu, minimum=0, maximum=self.rails - 1)
+        return node // self.nodes_per_group * self.rails + gpu
+
     @property
     def one_hop_fraction(self) -> float:
         """Share of a GPU's peers in other nodes that sit one switch away (same rail, same group).

@@ -58,11 +58,13 @@ __all__ = [
     "SCHEDULES",
     "B",
     "F",
+    "LayerAssignment",
     "PipelineTimeline",
     "W",
     "activation_bytes_per_stage",
     "bubble_fraction",
     "in_flight_closed_form",
+    "layer_assignment",
     "one_f_one_b_period_s",
     "p2p_bytes",
     "p2p_seconds",
@@ -487,6 +489,54 @@ def simulate(
         array.flags.writeable = False
     return PipelineTimeline(schedule=schedule, p=p, m=m, v=v, bubble_closed_form=closed,
                             transfer_s=transfer_s, **arrays)
+
+
+# =========================================================================== layers to stages
+@dataclass(frozen=True, eq=False)
+class LayerAssignment:
+    """Which device and model chunk runs each layer: arrays of ``n_layers`` ints, layer order."""
+
+    n_layers: int
+    p: int
+    v: int
+    virtual_stage: np.ndarray
+    device: np.ndarray
+    chunk: np.ndarray
+
+    @property
+    def layers_per_chunk(self) -> int:
+        """Consecutive layers in one model chunk: ``n_layers / (p v)``."""
+        return self.n_layers // (self.p * self.v)
+
+    def layers_of(self, device: int) -> list[range]:
+        """The layer ranges ``device`` holds, one per chunk, in chunk order."""
+        device = check_int("device", device, minimum=0, maximum=self.p - 1)
+        k = self.layers_per_chunk
+        return [range((c * self.p + device) * k, (c * self.p + device + 1) * k)
+                for c in range(self.v)]
+
+
+def layer_assignment(n_layers: int, p: int, v: int = 1) -> LayerAssignment:
+    """Layers to pipeline stages and devices, as :func:`simulate` runs them.
+
+    The ``n_layers`` layers are cut into ``p v`` *virtual stages* of
+    ``n_layers / (p v)`` consecutive layers; virtual stage ``s`` runs on device
+    ``s mod p`` as its model chunk ``s // p``. With ``v = 1`` device ``d`` holds
+    one block of consecutive layers; with ``v > 1`` it holds ``v`` blocks spread
+    through the model (device 0 of 4 with ``v = 2``: the first and the fifth of
+    eight blocks), so a micro-batch visits every device ``v`` times (Narayanan
+    et al. 2021, Sec. 2.2.2 and Fig. 4; Megatron-LM's interleaved schedule).
+    """
+    n_layers = check_int("n_layers", n_layers)
+    p = check_int("p", p)
+    v = check_int("v", v)
+    check_divides("p", p, "n_layers", n_layers)
+    check_divides("v", v, "layers per stage", n_layers // p)
+    virtual = np.arange(n_layers) // (n_layers // (p * v))
+    arrays = {"virtual_stage": virtual, "device": virtual % p, "chunk": virtual // p}
+    for array in arrays.values():
+        array.flags.writeable = False
+    return LayerAssignment(n_layers=n_layers, p=p, v=v, **arrays)
 
 
 # =========================================================================== memory and traffic

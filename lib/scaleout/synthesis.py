@@ -190,6 +190,10 @@ class ScaleupDomain(_Entry):
     outer_medium: str | None = _f("", "links between chassis; None for one chassis",
                                   default=None)
     chassis: int | None = _f("chassis", "chassis (boards, trays, nodes) per domain", default=None)
+    l1_switches_per_chassis: int | None = _f(
+        "switches", "first-level switch chips in each chassis (two-tier domains)", default=None)
+    l2_switches: int | None = _f("switches", "second-level switch chips joining the chassis",
+                                 default=None)
     gpu: str | None = _f("", "the accelerator's name in data/gpus.toml", default=None)
     link: str | None = _f("", "the scale-up link's name in data/links.toml", default=None)
 
@@ -209,6 +213,10 @@ class ScaleupDomain(_Entry):
         if self.chassis is not None and self.chassis > 1 and self.outer_medium is None:
             raise ValueError(f"{label}: field 'outer_medium' is missing: {self.chassis} chassis "
                              "must be joined by 'electrical' or 'optical' links")
+        for name in ("l1_switches_per_chassis", "l2_switches"):
+            if getattr(self, name) is not None and self.switch_tiers != 2:
+                raise ValueError(f"{label}: field {name!r} is only meaningful with "
+                                 f"switch_tiers = 2, got switch_tiers = {self.switch_tiers}")
         if self.chassis is not None and self.chassis > self.accelerators:
             raise ValueError(f"{label}: field 'chassis' ({self.chassis}) exceeds the "
                              f"{self.accelerators} accelerators")

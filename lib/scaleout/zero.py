@@ -45,14 +45,17 @@ import numpy as np
 
 from . import catalog, collectives, memory
 from .catalog import GPU, ModelSpec
-from .checks import check_int, check_positive
+from .checks import check_choice, check_int, check_positive
 from .data_parallel import Fabric
 
 __all__ = [
     "STAGE_NAMES",
     "STAGE_SHARDS",
+    "STATE_PARTS",
     "ZeroComm",
+    "ZeroPartition",
     "lowest_fitting_stage",
+    "partition",
     "stage_collectives",
     "zero_comm",
     "zero_comm_bytes",
@@ -197,3 +200,68 @@ def lowest_fitting_stage(model: str | ModelSpec, gpu: str | GPU, dp: int,
         if memory.training_memory(model, g, dp=dp, zero_stage=stage, **training_memory_kw).fits:
             return stage
     return None
+
+
+# =========================================================================== who holds what
+#: The three parts of the model state, in the order ZeRO shards them last to first.
+STATE_PARTS = ("weights", "grads", "optimizer")
+
+
+@dataclass(frozen=True, eq=False)
+class ZeroPartition:
+    """Which parameters' weights, gradients and optimizer state each of ``dp`` GPUs keeps.
+
+    :attr:`ranges` maps each of :data:`STATE_PARTS` to a ``(dp, 2)`` array of
+    ``[start, stop)`` parameter indices: ``[0, Ψ)`` on every GPU where the part
+    is replicated, GPU ``i``'s own slice where it is sharded.
+    """
+
+    params: int
+    zero_stage: int
+    dp: int
+    ranges: dict[str, np.ndarray]
+
+    def sharded(self, part: str) -> bool:
+        """Whether ``part`` is split over the GPUs (False where replicated, and for ``dp = 1``)."""
+        r = self.ranges[check_choice("part", part, STATE_PARTS)]
+        return bool(r[0, 1] - r[0, 0] < self.params)
+
+    def count(self, part: str) -> np.ndarray:
+        """Parameters of ``part`` each GPU keeps (one number per GPU)."""
+        r = self.ranges[part]
+        return r[:, 1] - r[:, 0]
+
+    def bytes_per_gpu(self, recipe: str | memory.PrecisionRecipe = "mixed-adam") -> np.ndarray:
+        """Model-state bytes each GPU keeps at the recipe's bytes per parameter."""
+        r = memory.get_recipe(recipe)
+        return (self.count("weights") * r.weight_bytes + self.count("grads") * r.grad_bytes
+                + self.count("optimizer") * r.optimizer_bytes)
+
+
+def partition(params: int, zero_stage: int, dp: int) -> ZeroPartition:
+    """Who keeps which slice of the model state under a ZeRO stage.
+
+    ZeRO Sec. 5.1: the state is cut "into N_d equal partitions, such that the
+    i-th data parallel process only updates the optimizer states corresponding
+    to the i-th partition"; stage 2 cuts the gradients and stage 3 the weights
+    the same way (:func:`scaleout.memory.model_state_breakdown` counts the
+    bytes: ``16Ψ``, ``4Ψ + 12Ψ/N_d``, ``2Ψ + 14Ψ/N_d``, ``16Ψ/N_d``). Slices
+    are contiguous in the flattened parameters; when ``dp`` does not divide
+    ``params`` the first ``params mod dp`` GPUs keep one more.
+    """
+    psi = check_int("params", params)
+    stage = _stage(zero_stage)
+    dp = check_int("dp", dp)
+    if dp > psi:
+        raise ValueError(f"dp={dp} exceeds params={psi}: every GPU needs at least one "
+                         "parameter of each shard")
+    w, g, o = (float(f) for f in memory._shard_factors(stage, dp))
+    sizes = np.full(dp, psi // dp) + (np.arange(dp) < psi % dp)
+    stops = np.cumsum(sizes)
+    own = np.stack([stops - sizes, stops], axis=1)
+    whole = np.tile([0, psi], (dp, 1))
+    ranges = {part: own if factor < 1 else whole
+              for part, factor in zip(STATE_PARTS, (w, g, o), strict=True)}
+    for array in ranges.values():
+        array.flags.writeable = False
+    return ZeroPartition(params=psi, zero_stage=stage, dp=dp, ranges=ranges)
