@@ -5,6 +5,9 @@ Sources
 * Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on
   GPU Clusters Using Megatron-LM" (arXiv 2104.04473), Sec. 5.1: Eq. 3 (FLOPs
   per iteration) and Eq. 4 (end-to-end training time).
+* Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+  Transformer Models" (arXiv 2205.05198), App. A: the model FLOPs per iteration
+  without recomputation, ``72 B s l h^2 (1 + s/(6h) + V/(12 l h))``.
 * Chowdhery et al. 2022, "PaLM" (arXiv 2204.02311), Appendix B: model FLOPs
   utilisation (MFU) counts ``6N + 12 L H Q T`` FLOPs per token and no
   recomputation; hardware FLOPs utilisation (HFU) counts what the hardware
@@ -92,20 +95,26 @@ def megatron_iteration_flops(
     *,
     recompute: bool = True,
 ) -> float:
-    """FLOPs of one training iteration, Megatron-LM Eq. 3.
+    """FLOPs of one training iteration, Megatron-LM Eq. 3 (or its model-FLOPs form).
 
     ``F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h))`` with full activation
-    recomputation (Narayanan et al. 2021, arXiv 2104.04473, Sec. 5.1). Without
-    recomputation the factor is 72 instead of 96 (three passes, not four).
-    This is the count the paper's "achieved teraFLOP/s per GPU" divides by the
-    iteration time.
+    recomputation (Narayanan et al. 2021, arXiv 2104.04473, Sec. 5.1): the layers'
+    ``24 B s l h^2 (1 + s/(6h))`` forward FLOPs four times (forward, recomputed
+    forward, backward = 2 × forward) and the vocabulary projection's ``2 B s h V``
+    three times. This is the count the paper's "achieved teraFLOP/s per GPU" divides
+    by the iteration time.
+
+    Without recomputation (``recompute=False``) the layers count three times and the
+    projection still three: ``72 B s l h^2 (1 + s/(6h) + V/(12 l h))``, the model
+    FLOPs of Korthikanti et al. 2022 (arXiv 2205.05198), App. A.
     """
     m = catalog.model(model)
     B = check_int("global_batch", global_batch)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
     l, h, V = m.n_layers, m.hidden, m.vocab
-    factor = 96 if recompute else 72
-    return factor * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    if recompute:
+        return 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    return 72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h))
 
 
 def training_flops(params: float, tokens: float) -> float:

@@ -221,9 +221,14 @@ def layer_flops(model: str | ModelSpec, micro_batch: int = 1, seq_len: int | Non
     PaLM (arXiv 2204.02311) App. B counts ``6N + 12 l h s`` per token; one
     layer's share is ``6 N_layer + 12 h s`` per token, with ``N_layer`` the
     layer's parameters (:func:`scaleout.memory.param_breakdown`), times
-    ``b·s`` tokens. For a GPT layer (``N_layer ≈ 12h²``) this is Megatron-LM
-    Eq. 3's ``72 b s h² (1 + s/(6h))`` per layer without recomputation
-    (Narayanan et al. 2021, Sec. 5.1).
+    ``b·s`` tokens. For a GPT layer (``N_layer ≈ 12h²``) this is
+    ``72 b s h² (1 + s/(6h))``: one layer's share of the model FLOPs of
+    Korthikanti et al. 2022 (arXiv 2205.05198), App. A,
+    ``72 B s l h² (1 + s/(6h) + V/(12 l h))`` (forward and backward, no
+    recomputation). Megatron-LM's Eq. 3 (Narayanan et al. 2021, Sec. 5.1) is the
+    whole model with full recomputation, ``96 B s l h² (1 + s/(6h) + V/(16 l h))``:
+    the same layers counted four times instead of three
+    (:func:`scaleout.compute.megatron_iteration_flops`).
     """
     m = catalog.model(model)
     b = check_int("micro_batch", micro_batch)

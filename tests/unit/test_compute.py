@@ -37,7 +37,13 @@ def test_eq3_closed_form():
     B, s, l, h, V = 1536, 2048, 96, 12288, 50257
     want = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
     assert math.isclose(compute.megatron_iteration_flops(m, B), want)
-    assert math.isclose(compute.megatron_iteration_flops(m, B, recompute=False), want * 0.75)
+    # Korthikanti et al. 2022, App. A: model FLOPs 72 B s l h² (1 + s/6h + V/12lh)
+    model_flops = 72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h))
+    assert math.isclose(compute.megatron_iteration_flops(m, B, recompute=False), model_flops)
+    # both count the vocabulary projection 2BshV three times; only the layers differ (4 vs 3)
+    layers = 24 * B * s * l * h**2 * (1 + s / (6 * h))
+    assert math.isclose(want - model_flops, layers)
+    assert math.isclose(want - 4 * layers, 3 * 2 * B * s * h * V)
 
 
 KORTHIKANTI = catalog.published("korthikanti_table5")

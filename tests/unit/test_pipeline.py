@@ -302,9 +302,10 @@ def test_sends_per_micro_batch_counts_the_simulated_hops(schedule, p, m, v):
     assert hops == m * pipeline.sends_per_micro_batch(p, v) == m * 2 * (v * p - 1)
 
 
-def test_stage_forward_time_agrees_with_megatron_eq3():
-    """A third of Megatron-LM Eq. 3 without recomputation (72 B s l h^2 (...)) over p t GPUs
-    at the achieved rate; PaLM's count differs from it by under 1 % for GPT-3."""
+def test_stage_forward_time_agrees_with_model_flops():
+    """A third of the model FLOPs without recomputation (Korthikanti et al. 2022, App. A:
+    72 B s l h^2 (...)) over p t GPUs at the achieved rate; PaLM's count differs from it by
+    under 1 % for GPT-3."""
     p, tp, rate = 8, 8, 150.0
     got = pipeline.stage_forward_s("gpt3-175b", 1, p, tp, achieved_tflops=rate)
     eq3 = compute.megatron_iteration_flops("gpt3-175b", 1, recompute=False) / 3

@@ -120,8 +120,9 @@ def test_layer_flops_add_up_to_flops_per_token(name):
     assert math.isclose(total, compute.flops_per_token(m) * m.seq_len, rel_tol=1e-12)
 
 
-def test_layer_flops_match_megatron_eq3_per_layer():
-    """72 b s h² (1 + s/(6h)) per GPT layer without recomputation (biases add 13h per 12h²)."""
+def test_layer_flops_match_korthikanti_model_flops_per_layer():
+    """72 b s h² (1 + s/(6h)) per GPT layer without recomputation (Korthikanti et al. 2022,
+    App. A, one layer's share; biases add 13h per 12h²)."""
     b, s, h = 4, 2048, 12288
     assert math.isclose(T.layer_flops("gpt3-175b", b, s), 72 * b * s * h**2 * (1 + s / (6 * h)),
                         rel_tol=1e-3)
