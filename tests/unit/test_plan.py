@@ -37,7 +37,8 @@ def test_validation_covers_all_eighteen_published_cases(rows):
 
 
 def test_korthikanti_table5_iteration_times(rows):
-    """Mean |error| under 3%, worst under 6% (a published analytical model: 3.65% / 8.87%)."""
+    """Mean |error| under 3%, worst under 6% (Calculon, Isaev et al.
+    SC'23: 3.65% / 8.87%)."""
     stats = plan.validation_summary(rows)[KORTHIKANTI]
     assert stats["mean_abs_pct"] < 3.0, plan.validation_table(rows)
     assert stats["worst_abs_pct"] < 6.0, plan.validation_table(rows)
