@@ -44,6 +44,7 @@ Taught in ``notebooks/05_pipeline_parallelism.ipynb``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,12 +66,14 @@ __all__ = [
     "bubble_fraction",
     "in_flight_closed_form",
     "layer_assignment",
+    "micro_batches_for_utilisation",
     "one_f_one_b_period_s",
     "p2p_bytes",
     "p2p_seconds",
     "sends_per_micro_batch",
     "simulate",
     "stage_forward_s",
+    "utilisation",
 ]
 
 #: Schedule names accepted by :func:`simulate`.
@@ -115,6 +118,38 @@ def bubble_fraction(schedule: str, p: int, m: int, v: int = 1, *,
         t_w = share * t_b
         return (p - 1) * max(t_f + (t_b - t_w) - t_w, 0.0) / (m * (t_f + t_b))
     return (p - 1) / m
+
+
+def utilisation(schedule: str, p: int, m: int, v: int = 1, **times) -> float:
+    """Share of an iteration the GPUs spend on work: ideal time over actual time.
+
+    ``1 / (1 + bubble)`` with :func:`bubble_fraction`'s bubble; for GPipe and 1F1B that is
+    ``m / (m + p - 1)``, the complement of GPipe's idle share ``(p - 1)/(m + p - 1)``
+    (Huang et al. 2019, Sec. 2.3); interleaving gives ``v m / (v m + p - 1)``. ``times``
+    are passed on to :func:`bubble_fraction` (for ``"zb-h1"``).
+    """
+    return 1.0 / (1.0 + bubble_fraction(schedule, p, m, v, **times))
+
+
+def micro_batches_for_utilisation(target: float, p: int, v: int = 1) -> int:
+    """Fewest micro-batches ``m`` for which 1F1B (``v = 1``) or interleaved 1F1B reaches
+    ``target`` utilisation.
+
+    ``v m / (v m + p - 1) >= u`` holds when ``m >= u (p - 1) / ((1 - u) v)``: 90 % needs
+    ``m >= 9 (p - 1)`` micro-batches per iteration without interleaving. Interleaved
+    schedules also need ``m`` to be a multiple of ``p`` (Narayanan et al. 2021, Sec. 2.2.2),
+    so with ``v > 1`` the result is rounded up to one.
+    """
+    u = check_range("target", target, 0.0, 1.0)
+    if not 0 < u < 1:
+        raise ValueError(f"target must be a number > 0 and < 1, got {target!r}")
+    p = check_int("p", p)
+    v = check_int("v", v)
+    need = u * (p - 1) / ((1 - u) * v)
+    m = max(1, math.ceil(need - 1e-9))
+    if v > 1 and p > 1:
+        m = math.ceil(m / p) * p
+    return int(m)
 
 
 def in_flight_closed_form(schedule: str, p: int, m: int, v: int = 1) -> np.ndarray:

@@ -353,3 +353,31 @@ def test_stage_forward_time_agrees_with_model_flops():
 def test_bad_input_names_parameter_value_and_allowed(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
+
+
+# =========================================================================== utilisation
+def test_utilisation_is_m_over_m_plus_p_minus_1():
+    """GPipe's idle share (p-1)/(m+p-1) (Huang et al. 2019, Sec. 2.3), complemented."""
+    for p in (2, 4, 8, 16):
+        for m in (1, 4, 9, 64):
+            assert pipeline.utilisation("1f1b", p, m) == pytest.approx(m / (m + p - 1))
+            assert pipeline.utilisation("interleaved", p, m * p, 2) == pytest.approx(
+                2 * m * p / (2 * m * p + p - 1))
+            t = pipeline.simulate("1f1b", p, m)
+            assert t.ideal_s / t.makespan_s == pytest.approx(m / (m + p - 1))
+
+
+def test_ninety_percent_needs_nine_times_p_minus_one_micro_batches():
+    """The claim that micro-batches and 1F1B give > 90 % utilisation, in numbers."""
+    for p in (2, 4, 8, 12, 16, 64):
+        m = pipeline.micro_batches_for_utilisation(0.9, p)
+        assert m == 9 * (p - 1)
+        assert pipeline.utilisation("1f1b", p, m) >= 0.9 - 1e-12
+        assert pipeline.utilisation("1f1b", p, m - 1) < 0.9
+    assert pipeline.micro_batches_for_utilisation(0.9, 1) == 1
+    # interleaving with v chunks divides the need by v, rounded up to a multiple of p
+    m4 = pipeline.micro_batches_for_utilisation(0.9, 8, v=4)
+    assert m4 % 8 == 0 and pipeline.utilisation("interleaved", 8, m4, 4) >= 0.9
+    assert pipeline.utilisation("interleaved", 8, m4 - 8, 4) < 0.9
+    with pytest.raises(ValueError, match="target must be"):
+        pipeline.micro_batches_for_utilisation(1.0, 8)
