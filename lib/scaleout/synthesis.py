@@ -413,6 +413,25 @@ class DomainOption:
         """The planner's own sentences about this search (:func:`scaleout.plan.explain`)."""
         return plan.explain(self.search, k)
 
+    def interleaving_blocker(self, v: int = 2) -> str | None:
+        """Why this layout could not run the interleaved schedule with ``v`` chunks, in the
+        planner's own words (:func:`scaleout.plan.evaluate`'s check), or None if it could.
+
+        A layout that already interleaves returns None.
+        """
+        if self.plan.interleave > 1:
+            return None
+        s = self.search
+        trial = dataclasses.replace(self.plan, interleave=check_int("v", v, minimum=2))
+        try:
+            plan.evaluate(s.model_spec or s.model, s.gpu, trial, s.network,
+                          calibration=s.calibration, recipe=s.recipe,
+                          uneven_layers=s.uneven_layers,
+                          allow_tp_across_nodes=s.allow_tp_across_nodes)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
 
 @dataclass(frozen=True)
 class DomainComparison:
@@ -445,6 +464,13 @@ class DomainComparison:
     def speedup(self, larger: int, smaller: int) -> float:
         """How many times faster a step is with ``larger`` GPUs per domain than ``smaller``."""
         return self.option(smaller).step_s / self.option(larger).step_s
+
+    def gap(self, larger: int, smaller: int) -> dict[str, float]:
+        """Seconds per iteration by which each part of the step (:data:`scaleout.plan.STEP_PARTS`)
+        of ``smaller``'s best plan exceeds ``larger``'s; the values add up to the difference of
+        the two step times (negative where the larger domain's plan spends more)."""
+        small, large = self.option(smaller).result.step, self.option(larger).result.step
+        return {part: small[part] - large[part] for part in plan.STEP_PARTS}
 
 
 def _domain_size(value) -> int:

@@ -235,6 +235,23 @@ def test_nested_domains_keep_the_faster_of_their_own_and_a_divisors_layout():
                    if o.domain_gpus % p.domain_gpus == 0)
 
 
+def test_the_gap_between_domains_adds_up_and_names_the_schedule():
+    """GPT-3 on 1,152 GB200s, batch 1,536 (notebook 12's defaults): 1,152 = 2^7 x 3^2 and
+    1,536 = 2^9 x 3, so 8-GPU domains (TP in 1, 2, 4, 8) put a factor 3 into the pipeline and
+    m = 1536 / dp is no multiple of it: no interleaving. TP3 in a 72-GPU domain absorbs it."""
+    cmp = S.compare_domains("gpt3-175b", "GB200", 1152, 1536, (8, 72))
+    small, large = cmp.option(8), cmp.option(72)
+    gap = cmp.gap(72, 8)
+    assert set(gap) == set(plan.STEP_PARTS)
+    assert sum(gap.values()) == pytest.approx(small.step_s - large.step_s)
+    assert small.plan.pp % 3 == 0 and small.plan.micro_batches % small.plan.pp
+    assert "multiple of pp" in small.interleaving_blocker()
+    assert large.plan.tp == 3 and large.plan.interleave > 1 and large.interleaving_blocker() is None
+    # the bubble is a large part of the gap, not only NVLink traffic
+    assert 0.3 < gap["bubble"] / sum(gap.values()) < 0.7
+    assert gap["dp_comm"] > 0
+
+
 def test_compare_domains_names_skipped_sizes_and_accepts_domain_names():
     cmp = S.compare_domains("llama3-70b", "GB200", 576, 1152, (8, "GB200 NVL72", 100))
     assert cmp.sizes == (8, 72)
