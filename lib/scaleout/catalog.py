@@ -182,6 +182,14 @@ class System(_Entry):
     gpus: int = _f("GPUs", "GPUs in the scale-up domain")
     year: int = _f("year", "year of general availability")
     source: str = _f("", "where the figures come from")
+    power_w: float | None = _f(
+        "W", "maximum power of the whole system as sold (GPUs, CPUs, memory, NICs, fans, power "
+        "conversion); None if unpublished", default=None)
+
+    @property
+    def power_per_gpu_w(self) -> float | None:
+        """The system's maximum power per GPU, watts (None if unpublished)."""
+        return None if self.power_w is None else self.power_w / self.gpus
 
 
 @dataclass(frozen=True)

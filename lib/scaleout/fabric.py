@@ -138,6 +138,9 @@ class SwitchChip(_Entry):
     source: str = _f("", "where the figures come from")
     latency_ns: float | None = _f("ns", "port-to-port latency as published (an upper bound)",
                                   default=None)
+    power_w: float | None = _f("W", "typical power of the switch chip alone (no box, no optics), "
+                               "as published or estimated in print; None if unpublished",
+                               default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
