@@ -49,7 +49,7 @@ def test_bad_input():
     p = _power()
     kw = dict(price_per_gpu=1.0, price_per_switch=1.0, optics_relative_cost=1.0,
               reference_module_price=1.0, lifetime_years=4, price_per_kwh=0.1)
-    with pytest.raises(ValueError, match="lifetime_years must be a number from 0.1 to 50.0"):
+    with pytest.raises(ValueError, match=r"lifetime_years must be a number from 0\.1 to 50\.0"):
         costs.owned_cost(p, 10.0, **{**kw, "lifetime_years": 0})
     with pytest.raises(ValueError, match="must not exceed the lifetime"):
         costs.owned_cost(p, 10 * 8766.0, **kw)

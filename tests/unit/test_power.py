@@ -65,7 +65,7 @@ def test_cluster_power_adds_up_and_the_optics_share_is_small():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="pue must be a number from 1.0 to 3.0"):
+    with pytest.raises(ValueError, match=r"pue must be a number from 1\.0 to 3\.0"):
         power.cluster_power(8, "H100", switches=1, switch="Tomahawk 5", optics_power_w=0, pue=0.9)
     with pytest.raises(ValueError, match="switches must be a whole number >= 0"):
         power.cluster_power(8, "H100", switches=-1, switch="Tomahawk 5", optics_power_w=0)
