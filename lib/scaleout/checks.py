@@ -93,8 +93,9 @@ MAX_PARAMS = 1e16
 MAX_TOKENS = 1e18
 #: Bytes of anything (a model's state, a message, a checkpoint): 10^21, a zettabyte.
 MAX_BYTES = 1e21
-#: Durations in seconds: 10^12 s, about 31,700 years.
-MAX_SECONDS = 1e12
+#: Durations in seconds: 10^15 s, about 32 million years (long enough to stand for
+#: "never", as an MTBF in a what-if).
+MAX_SECONDS = 1e15
 #: Any other measured quantity (rates, ratios, prices): 10^30, far beyond anything
 #: physical, yet small enough that products of a few stay finite in floating point.
 MAX_QUANTITY = 1e30
@@ -165,7 +166,7 @@ def real_bound(name: str) -> float:
     if key in REAL_BOUNDS:
         return REAL_BOUNDS[key]
     for suffix, bound in UNIT_BOUNDS:
-        if key.endswith(suffix):
+        if key.endswith(suffix) or key == suffix[1:]:
             return bound
     return MAX_QUANTITY
 
@@ -248,17 +249,18 @@ def check_array(name: str, value, *, allow_zero: bool = True, integer: bool = Fa
     ``>= minimum`` if given, a whole number with ``integer``, and at most ``maximum``
     (default: the parameter's bound, :func:`real_bound` or :func:`int_bound`).
     """
-    kind = "whole numbers" if integer else "finite numbers"
+    one = "a whole number" if integer else "a finite number"
     if minimum is not None:
         lower = f">= {minimum:g}"
     else:
         lower = ">= 0" if allow_zero else "> 0"
     if isinstance(value, str | bytes):
-        raise ValueError(f"{name} must be {kind} {lower}, got {value!r}")
+        raise ValueError(f"{name} must be {one} {lower}, got {value!r}")
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError):
-        raise ValueError(f"{name} must be {kind} {lower}, got {value!r}") from None
+        raise ValueError(f"{name} must be {one} {lower}, got {value!r}") from None
+    kind = one if arr.ndim == 0 else ("whole numbers" if integer else "finite numbers")
     if arr.dtype.kind not in "iuf" or (arr.size == 0 and not allow_empty):
         raise ValueError(f"{name} must be {kind} {lower}, got {value!r}")
     arr = arr.astype(float)
@@ -271,7 +273,7 @@ def check_array(name: str, value, *, allow_zero: bool = True, integer: bool = Fa
         ok &= arr == np.floor(np.where(np.isfinite(arr), arr, 0))
     if not np.all(ok):
         shown = value if arr.ndim == 0 else arr[~ok].ravel()[0].item()
-        raise ValueError(f"{name} must be {kind} {lower}, got {shown!r}")
+        raise ValueError(f"{name} must be {one} {lower}, got {shown!r}")
     bound = maximum if maximum is not None else (int_bound(name) if integer
                                                   else real_bound(name))
     if arr.size and arr.max() > bound:

@@ -42,7 +42,15 @@ import numpy as np
 
 from . import catalog, collectives, compute, memory
 from .catalog import Link, ModelSpec
-from .checks import check_choice, check_divides, check_int, check_positive
+from .checks import (
+    MAX_WORK,
+    check_array,
+    check_choice,
+    check_divides,
+    check_int,
+    check_positive,
+    check_work,
+)
 from .collectives import AlphaBeta
 from .units import MIB
 
@@ -201,12 +209,8 @@ def gradient_all_reduce_time(grad_bytes, n_gpus: int, fabric: Fabric | None = No
 
 # =========================================================================== buckets
 def _grad_and_bucket(grad_bytes, bucket_bytes):
-    G = np.asarray(grad_bytes, dtype=float)
-    B = np.asarray(bucket_bytes, dtype=float)
-    if not np.all(np.isfinite(G)) or np.any(G <= 0):
-        raise ValueError(f"grad_bytes must be finite numbers > 0, got {grad_bytes!r}")
-    if not np.all(np.isfinite(B)) or np.any(B <= 0):
-        raise ValueError(f"bucket_bytes must be finite numbers > 0, got {bucket_bytes!r}")
+    G = check_array("grad_bytes", grad_bytes, allow_zero=False)
+    B = check_array("bucket_bytes", bucket_bytes, allow_zero=False)
     B = np.minimum(B, G)  # a bucket larger than the gradients holds them all
     return G, B
 
@@ -326,6 +330,8 @@ def bucket_timeline(grad_bytes: float, bucket_bytes: float, backward_s: float, n
     B = min(check_positive("bucket_bytes", bucket_bytes), G)
     back = check_positive("backward_s", backward_s, allow_zero=True)
     k = n_buckets(G, B)
+    check_work(f"a timeline of {k:,} buckets", k, "use larger buckets (bucket_bytes)",
+               limit=MAX_WORK // 100)
     sizes = np.full(k, B)
     sizes[-1] = G - (k - 1) * B
     comm = np.asarray((fabric or Fabric()).time("all_reduce", sizes, n_gpus), dtype=float)

@@ -59,7 +59,15 @@ import numpy as np
 
 from . import catalog, collectives, units
 from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
-from .checks import check_choice, check_int, check_positive, check_range
+from .checks import (
+    MAX_WORK,
+    check_array,
+    check_choice,
+    check_int,
+    check_positive,
+    check_range,
+    check_work,
+)
 
 __all__ = [
     "DEFAULT_COPPER_MAX_M",
@@ -635,10 +643,7 @@ def fabric_sweep(n_endpoints, radix: int, port_gbps: float = 400.0,
     k = check_radix(radix)
     speed = check_positive("port_gbps", port_gbps)
     p = check_int("planes", planes)
-    n = np.asarray(n_endpoints)
-    if n.size == 0 or not np.all(np.isfinite(n)) or np.any(n < 1) or np.any(n != np.round(n)):
-        raise ValueError(f"n_endpoints must be whole numbers >= 1, got {n_endpoints!r}")
-    n = n.astype(np.int64)
+    n = check_array("n_endpoints", n_endpoints, integer=True, minimum=1).astype(np.int64)
     lengths = _lengths(lengths_m)
     copper = check_positive("copper_max_m", copper_max_m, allow_zero=True)
     options = TIERS if tiers is None else (_check_tiers(tiers),)
@@ -793,6 +798,9 @@ def build_graph(design: ClosDesign) -> FabricGraph:
     """
     n, k, t = design.endpoints, design.radix, design.tiers
     d, u, half = design.leaf_down, design.leaf_up, k // 2
+    check_work(f"wiring {design.links:,} links of {design.switches:,} switches",
+               design.links + design.switches + n, "build a smaller design (count it with "
+               "size_fabric, which has no size limit)", limit=MAX_WORK // 20)
     ep = np.arange(n)
     leaf_idx = ep // d if t > 1 else np.zeros(n, dtype=np.int64)
     n_leaves = int(leaf_idx.max()) + 1
@@ -1050,6 +1058,8 @@ def simulate_load_balance(n_flows: int, n_paths: int, *, load: float = 1.0,
     slow = check_range("path_slowdown", path_slowdown, 0.0, 0.99)
     n_trials = check_int("trials", trials)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    check_work(f"simulating {f:,} flows on {e:,} paths {n_trials:,} times",
+               n_trials * (f + 2 * e), "use fewer trials, flows or paths")
     path = rng.integers(0, e, size=(n_trials, f))
     capacity = 1.0 - rng.uniform(0.0, slow, size=(n_trials, e)) if slow > 0 else \
         np.ones((n_trials, e))
@@ -1080,6 +1090,8 @@ def ecmp_expected_utilisation(n_flows: int, n_paths: int) -> float:
     """
     f = check_int("n_flows", n_flows)
     e = check_int("n_paths", n_paths)
+    check_work(f"the exact sum over {f:,} flows", f, "use fewer flows (the mean tends to "
+               "1 - 1/e as flows and paths grow together)", limit=MAX_WORK // 100)
     q = 1.0 / e
     return float(sum(math.comb(f, m) * q**m * (1 - q) ** (f - m) * min(1.0, m * e / f)
                      for m in range(f + 1)))
@@ -1095,6 +1107,10 @@ def load_balance_sweep(n_flows: Sequence[int], n_paths: Sequence[int], *, load: 
     """
     flows = [check_int("n_flows", x) for x in n_flows]
     paths = [check_int("n_paths", x) for x in n_paths]
+    n_trials = check_int("trials", trials)
+    check_work(f"a sweep of {len(flows)} flow counts by {len(paths)} path counts",
+               n_trials * sum(f + 2 * e for f in flows for e in paths),
+               "use fewer trials, flows or paths")
     out = {key: np.zeros((len(paths), len(flows))) for key in ("ecmp", "ecmp_sync", "spray")}
     for i, e in enumerate(paths):
         for j, f in enumerate(flows):
@@ -1148,6 +1164,7 @@ def simulate_reordering(n_paths: int, *, rate_gbps: float = 800.0, packet_bytes:
     skew = check_positive("skew_us", skew_us, allow_zero=True) * 1e-6
     jitter = check_positive("jitter_us", jitter_us, allow_zero=True) * 1e-6
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    check_work(f"simulating {m:,} packets", 8 * m, "use fewer packets (n_packets)")
     t_pkt = size / (units.gbps_to_gbytes_s(rate) * 1e9)
     m -= m % e
     send = np.arange(m) * t_pkt

@@ -38,7 +38,7 @@ import numpy as np
 
 from . import units
 from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
-from .checks import check_choice, check_int, check_positive
+from .checks import check_array, check_choice, check_int, check_positive
 
 __all__ = [
     "CHOICES",
@@ -441,10 +441,8 @@ def lanes_needed(gbps, lane_gbps: int):
     of 224G. Works on arrays.
     """
     check_choice("lane_gbps", lane_gbps, tuple(LANE_DATA_GBPS))
-    gbps = np.asarray(gbps, dtype=float)
-    if not np.all(np.isfinite(gbps)) or np.any(gbps <= 0):
-        raise ValueError(f"gbps must be finite numbers > 0, got {gbps.tolist()!r}")
-    out = np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9).astype(int)
+    gbps = check_array("gbps", gbps, allow_zero=False)
+    out = np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9).astype(np.int64)
     return int(out) if out.ndim == 0 else out
 
 
@@ -684,12 +682,10 @@ def sweep_bill(groups: Sequence[LinkGroupLike], counts, choice: str = "auto", *,
     """
     choice = _choice(choice)
     shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
-    counts = np.asarray(counts, dtype=float)
+    counts = check_array("counts", counts, integer=True, allow_empty=True)
     if counts.ndim != 2 or counts.shape[1] != len(shapes):
         raise ValueError(f"counts must have shape (n_sizes, {len(shapes)}) for {len(shapes)} "
                          f"groups, got {counts.shape}")
-    if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts != np.round(counts)):
-        raise ValueError("counts must be whole numbers >= 0")
     picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
               for _name, _count, length, gbps in shapes]
     q = _quantities(counts.astype(np.int64), [m for m, _ in picked],

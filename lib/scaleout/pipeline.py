@@ -51,7 +51,15 @@ import numpy as np
 
 from . import catalog, compute, memory
 from .catalog import ModelSpec
-from .checks import check_choice, check_divides, check_int, check_positive, check_range
+from .checks import (
+    MAX_WORK,
+    check_choice,
+    check_divides,
+    check_int,
+    check_positive,
+    check_range,
+    check_work,
+)
 
 __all__ = [
     "KINDS",
@@ -261,6 +269,23 @@ def _check_pmv(schedule: str, p, m, v) -> tuple[int, int, int]:
     return p, m, v
 
 
+#: The most passes (forward, backward, weight-gradient) :func:`simulate` times in one call,
+#: over all devices, and per device (the number of its event rounds); about a second each.
+MAX_PASSES = MAX_WORK // 10
+MAX_PASSES_PER_DEVICE = 200_000
+
+
+def _check_size(schedule: str, p: int, m: int, v: int) -> None:
+    """Refuse a schedule too large to simulate before allocating it (p x 2vm passes)."""
+    per_device = 3 * m if schedule == "zb-h1" else 2 * v * m
+    hint = "use fewer stages (p), micro-batches (m) or chunks (v); bubble_fraction() gives " \
+           "the closed form at any size"
+    check_work(f"simulating {schedule} with p={p}, m={m}, v={v}", p * per_device, hint,
+               MAX_PASSES)
+    check_work(f"simulating {schedule} with p={p}, m={m}, v={v} (passes per device)",
+               per_device + p, hint, MAX_PASSES_PER_DEVICE)
+
+
 def _check_share(share) -> float:
     share = check_range("weight_grad_share", share, 0.0, 1.0)
     if share in (0.0, 1.0):
@@ -465,6 +490,7 @@ def simulate(
         n_layers = check_int("n_layers", n_layers)
         check_divides("p", p, "n_layers", n_layers)
         check_divides("v", v, "layers per stage", n_layers // p)
+    _check_size(schedule, p, m, v)
     kind, mb, chunk = _orders(schedule, p, m, v)
     n = kind.shape[1]
     dep, lag, dur = _layout(p, m, v, kind, mb, chunk, f_s, b_s, transfer_s, share)

@@ -43,7 +43,15 @@ import numpy as np
 
 from . import catalog, memory
 from .catalog import DATA_DIR, _Entry, _f, load_entries, read_toml
-from .checks import check_choice, check_int, check_positive, close_matches
+from .checks import (
+    MAX_WORK,
+    check_array,
+    check_choice,
+    check_int,
+    check_positive,
+    check_work,
+    close_matches,
+)
 from .units import (
     DAYS_PER_MONTH,
     GB,
@@ -346,15 +354,13 @@ class Inventory:
                 "switch": self.switches}[check_choice("counted_per", counted_per, COUNTED_PER)]
 
 
-def _check_gpus(n_gpus) -> np.ndarray:
+def _check_gpus(n_gpus, name: str = "n_gpus") -> np.ndarray:
     """GPU counts as a float array; an empty cluster (or a fraction) is a clear error."""
-    n = np.asarray(n_gpus, dtype=float)
-    bad = ~np.isfinite(n) | (n < 1) | (n != np.floor(n))
-    if np.any(bad):
-        value = n_gpus if n.ndim == 0 else n[bad].ravel()[0].item()
-        raise ValueError(f"n_gpus must be a whole number >= 1, got {value!r}: an empty cluster "
-                         "has no GPUs to fail")
-    return n
+    try:
+        return check_array(name, n_gpus, integer=True, minimum=1)
+    except ValueError as exc:
+        raise ValueError(f"{exc}: an empty cluster has no GPUs to fail"
+                         if "at most" not in str(exc) else str(exc)) from None
 
 
 def inventory(n_gpus, gpus_per_node: int = 8, gpus_per_switch: int = 16,
@@ -564,23 +570,16 @@ def checkpoint_plan(
 
 # =========================================================================== optimal interval
 def _nonneg(name: str, value):
-    """``value`` as a float array if every element is finite and >= 0."""
-    v = np.asarray(value, dtype=float)
-    if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v < 0):
-        bad = v[~(np.isfinite(v) & (v >= 0))].ravel() if v.ndim else v
-        shown = value if v.ndim == 0 else (bad[0].item() if bad.size else value)
-        raise ValueError(f"{name} must be a finite number >= 0, got {shown!r}")
-    return v
+    """``value`` as a float array if every element is a finite number >= 0 (within its bound)."""
+    return check_array(name, value, allow_zero=True)
 
 
 def _pos(name: str, value, what: str = ""):
-    """``value`` as a float array if every element is finite and > 0."""
-    v = np.asarray(value, dtype=float)
-    if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
-        bad = v[~(np.isfinite(v) & (v > 0))].ravel() if v.ndim else v
-        shown = value if v.ndim == 0 else (bad[0].item() if bad.size else value)
-        raise ValueError(f"{name} must be a finite number > 0, got {shown!r}{what}")
-    return v
+    """``value`` as a float array if every element is a finite number > 0 (within its bound)."""
+    try:
+        return check_array(name, value, allow_zero=False)
+    except ValueError as exc:
+        raise ValueError(f"{exc}{what}") from None
 
 
 def _out(x):
@@ -815,6 +814,8 @@ def elastic_capacity(interval_s, delta_s, mtbf_s, restart_s, *, repair_s, dp) ->
         raise ValueError(f"elastic shrink: on average {t_rep / m:.3g} of dp = {dp} replicas would "
                          "be under repair (repair_s / MTBF); it must stay below dp / 2")
     length = tau + d
+    check_work(f"summing {(t_rep - r) / length:.3g} segments of a repair", (t_rep - r) / length,
+               "use a longer interval_s or a shorter repair_s")
     s = np.arange(max(0, math.ceil((t_rep - r) / length)) + 1)
     lo = r + s * length
     hi = np.minimum(lo + tau, t_rep)
@@ -841,6 +842,8 @@ def spares_needed(node_failures_per_h: float, repair_s: float, risk: float = 1e-
         raise ValueError(f"risk must be a probability below 1, got {risk!r}")
     if a == 0:
         return 0
+    check_work(f"a Poisson tail of mean {a:.3g} nodes under repair", a, "the failure rate "
+               "times the repair time is more nodes than a cluster has", limit=10**6)
     k = np.arange(int(a + 12 * math.sqrt(a) + 30))
     log_pmf = k * math.log(a) - a - np.array([math.lgamma(x + 1) for x in k])
     tail = 1 - np.cumsum(np.exp(log_pmf))
@@ -946,6 +949,7 @@ def expected_goodput_finite(horizon_s, interval_s, delta_s, mtbf_s, restart_s=0.
     m = float(_pos("mtbf_s", mtbf_s, _MTBF_HINT))
     r = float(_nonneg("restart_s", restart_s))
     length = tau + d
+    check_work(f"summing {h / length:.3g} segments", h / length, _SIM_HINT)
     k = np.arange(1, int(h / length) + 1)
     first = k * length
     after = r + first
@@ -1006,6 +1010,10 @@ def _cumulative_kept(starts, offset, segments, tau, length, horizon):
     return cum
 
 
+_SIM_HINT = ("shorten horizon_s, use fewer reps, a longer mtbf_s or a longer interval_s; "
+             "goodput() gives the model at any size")
+
+
 def _check_sim(horizon_s, interval_s, delta_s, mtbf_s, restart_s, reps, seed):
     horizon = float(_pos("horizon_s", horizon_s))
     tau, d = (float(x) for x in _check_interval(interval_s, delta_s))
@@ -1013,6 +1021,9 @@ def _check_sim(horizon_s, interval_s, delta_s, mtbf_s, restart_s, reps, seed):
     r = float(_nonneg("restart_s", restart_s))
     reps = check_int("reps", reps)
     seed = check_int("seed", seed, minimum=0)
+    failures = horizon / m + 6 * math.sqrt(horizon / m) + 16
+    check_work(f"{reps:,} runs of {failures:.3g} failures each", 4 * reps * failures, _SIM_HINT)
+    check_work(f"a run of {horizon / (tau + d):.3g} segments", horizon / (tau + d), _SIM_HINT)
     return horizon, tau, d, m, r, reps, seed
 
 
@@ -1213,6 +1224,8 @@ def straggler_step_mc(n_gpus: int, base_s: float, jitter: float, dist: str = "ex
     dist = check_choice("dist", dist, ("exponential", "normal"))
     steps = check_int("steps", steps)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    check_work(f"{steps:,} steps of {n:,} draws", steps * n, "use fewer steps or GPUs; "
+               "straggler_step_time_s() gives the expectation at any size", limit=10 * MAX_WORK)
     out = np.empty(steps)
     block = max(1, 2_000_000 // n)
     for lo in range(0, steps, block):

@@ -83,8 +83,9 @@ def gpus_to_hold(n_bytes: float, gpu: str | GPU, usable_fraction: float = 1.0) -
         raise ValueError("usable_fraction must be a number > 0 and <= 1, got 0")
     capacity = catalog.gpu(gpu).hbm_bytes * usable_fraction
     count = max(1, math.ceil(n_bytes / capacity))
-    # the division may round up past a whole number: exactly k GPUs' worth needs k GPUs
-    while count > 1 and (count - 1) * capacity >= n_bytes:
+    # the division may round up past a whole number (by one ulp at most): exactly k GPUs'
+    # worth needs k GPUs; one correction step, so the cost is O(1) at any size
+    if count > 1 and (count - 1) * capacity >= n_bytes:
         count -= 1
     return count
 
