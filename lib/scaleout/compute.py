@@ -21,7 +21,7 @@ import numpy as np
 
 from . import catalog
 from .catalog import ModelSpec
-from .checks import check_int, check_positive
+from .checks import check_bool, check_int, check_positive
 from .memory import param_count
 from .units import SECONDS_PER_DAY
 
@@ -78,6 +78,8 @@ def flops_per_token(
     sequence length. With ``recompute=True`` a full extra forward pass is
     added (``8N + 16 l h s``): the hardware FLOPs that HFU counts.
     """
+    check_bool("attention", attention)
+    check_bool("recompute", recompute)
     m = catalog.model(model)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
     passes = 4 if recompute else 3  # forward = 1, backward = 2, recomputed forward = 1
@@ -100,6 +102,7 @@ def megatron_iteration_flops(
     This is the count the paper's "achieved teraFLOP/s per GPU" divides by the
     iteration time.
     """
+    check_bool("recompute", recompute)
     m = catalog.model(model)
     B = check_int("global_batch", global_batch)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
@@ -144,6 +147,7 @@ def hfu(
     recompute: bool = True,
 ) -> float:
     """Hardware FLOPs utilisation: as :func:`mfu`, counting recomputed FLOPs too (PaLM App. B)."""
+    check_bool("recompute", recompute)
     check_positive("tokens_per_s", tokens_per_s)
     n_gpus = check_int("n_gpus", n_gpus)
     check_positive("peak_tflops_per_gpu", peak_tflops_per_gpu)
@@ -161,6 +165,7 @@ def training_seconds(
     backward) plus 2 (the forward recomputed under full activation
     recomputation); without recomputation it is 6.
     """
+    check_bool("recompute", recompute)
     check_positive("params", params)
     check_positive("tokens", tokens)
     n_gpus = check_int("n_gpus", n_gpus)

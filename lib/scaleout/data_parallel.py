@@ -45,6 +45,7 @@ from .catalog import Link, ModelSpec
 from .checks import (
     MAX_WORK,
     check_array,
+    check_bool,
     check_choice,
     check_divides,
     check_int,
@@ -283,6 +284,7 @@ def exposed_comm_time(grad_bytes, bucket_bytes, backward_s, n_gpus: int,
     ``backward_s``; :func:`bucket_timeline` simulates the same schedule bucket
     by bucket.
     """
+    check_bool("overlap", overlap)
     back = np.asarray(backward_s, dtype=float)
     if not np.all(np.isfinite(back)) or np.any(back < 0):
         raise ValueError(f"backward_s must be finite numbers >= 0, got {backward_s!r}")
@@ -326,6 +328,7 @@ def bucket_timeline(grad_bytes: float, bucket_bytes: float, backward_s: float, n
     in PyTorch DDP; Li et al. 2020, Sec. 3.2.3); without overlap no bucket
     starts before ``backward_s``.
     """
+    check_bool("overlap", overlap)
     G = check_positive("grad_bytes", grad_bytes)
     B = min(check_positive("bucket_bytes", bucket_bytes), G)
     back = check_positive("backward_s", backward_s, allow_zero=True)
@@ -439,6 +442,7 @@ def dp_step(
 
     Weak scaling: ``batch_per_gpu`` stays fixed as ``n_gpus`` grows.
     """
+    check_bool("overlap", overlap)
     n_gpus = check_int("n_gpus", n_gpus)
     _, grads, comp = _step_parts(model, batch_per_gpu, seq_len, achieved_tflops, recipe, tp, pp)
     back = comp * BACKWARD_FRACTION
@@ -466,6 +470,7 @@ def weak_scaling(
     Keys: ``n_gpus``, ``efficiency``, ``effective_gpus`` (``n × efficiency``),
     ``step_s``, ``exposed_comm_s``, ``comm_s``, ``compute_s``.
     """
+    check_bool("overlap", overlap)
     _, grads, comp = _step_parts(model, batch_per_gpu, seq_len, achieved_tflops, recipe, tp, pp)
     back = comp * BACKWARD_FRACTION
     fab = fabric or Fabric()

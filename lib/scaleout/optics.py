@@ -38,7 +38,7 @@ import numpy as np
 
 from . import units
 from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
-from .checks import check_array, check_choice, check_int, check_positive
+from .checks import check_array, check_bool, check_choice, check_int, check_positive
 
 __all__ = [
     "CHOICES",
@@ -409,6 +409,7 @@ def choose(length_m: float, gbps: float, choice: str = "auto", *, lane_gbps: int
     ValueError
         When nothing at that speed (and lane rate) reaches ``length_m``.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     if copper:
         wires = candidates(length_m, gbps, lane_gbps=lane_gbps, technology=COPPER)
@@ -631,6 +632,7 @@ def fabric_bill(groups: Iterable[LinkGroupLike], choice: str = "auto", *,
     lane_gbps
         Restrict to 112G or 224G lanes.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
     picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
@@ -680,6 +682,7 @@ def sweep_bill(groups: Sequence[LinkGroupLike], counts, choice: str = "auto", *,
     counts
         Links per group for each size: shape ``(n_sizes, len(groups))``.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
     counts = check_array("counts", counts, integer=True, allow_empty=True)
@@ -705,6 +708,7 @@ def sweep_link_groups(group_sets: Sequence[Iterable[LinkGroupLike]], choice: str
     missing at some size (a tier that small fabrics lack) counts 0 links there. Groups of
     one name must share length and speed.
     """
+    check_bool("copper", copper)
     sets = [list(gs) for gs in group_sets]
     shapes: dict[str, LinkGroupLike] = {}
     for i, gs in enumerate(sets):

@@ -53,6 +53,7 @@ from . import catalog, compute, memory
 from .catalog import ModelSpec
 from .checks import (
     MAX_WORK,
+    check_bool,
     check_choice,
     check_divides,
     check_int,
@@ -535,6 +536,8 @@ def activation_bytes_per_stage(
     (Korthikanti et al. 2022, Table 2). GPipe holds ``m`` micro-batches on
     every stage; 1F1B holds ``p`` on the first, fewer on later stages.
     """
+    check_bool("sp", sp)
+    check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     one = memory.activation_bytes(m, micro_batch, seq_len, tp, sp, recompute, pp=timeline.p,
                                   flash_attention=flash_attention)  # checks p | n_layers
@@ -559,6 +562,7 @@ def p2p_bytes(
     optimisation of Sec. 4.1 each of the ``t`` tensor-parallel ranks sends
     only its ``1/t`` share and the receiving side all-gathers it over NVLink.
     """
+    check_bool("scatter_gather", scatter_gather)
     m = catalog.model(model)
     b = check_int("micro_batch", micro_batch)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)

@@ -46,6 +46,7 @@ from .catalog import DATA_DIR, _Entry, _f, load_entries, read_toml
 from .checks import (
     MAX_WORK,
     check_array,
+    check_bool,
     check_choice,
     check_int,
     check_positive,
@@ -482,6 +483,7 @@ def checkpoint_bytes(model_or_params, recipe: str | memory.PrecisionRecipe = "mi
     gradients, which a restart does not need: 14 bytes per parameter, 5.7 TB
     for Llama 3 405B. ``optimizer=False`` keeps weights only (an inference export).
     """
+    check_bool("optimizer", optimizer)
     state = memory.model_state_breakdown(_params(model_or_params), 0, 1, recipe)
     return state.weights + (state.optimizer if optimizer else 0.0)
 
@@ -528,6 +530,7 @@ def checkpoint_plan(
         :func:`scaleout.units.gbps_to_gbytes_s`). ``snapshot_gbytes_s`` is the
         GPU-to-host copy of an asynchronous checkpoint (PCIe).
     """
+    check_bool("asynchronous", asynchronous)
     params = _params(model_or_params)
     n = int(_check_gpus(n_gpus))
     tp, pp = check_int("tp", tp), check_int("pp", pp)

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import catalog, collectives, fabric, optics, plan, reliability, units
 from .catalog import DATA_DIR, GPU, Link, ModelSpec, _Entry, _f, _lookup, load_entries
-from .checks import check_choice, check_int, check_positive
+from .checks import check_bool, check_choice, check_int, check_positive
 
 __all__ = [
     "DEFAULT_SEMANTICS_LINKS",
@@ -483,6 +483,7 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
         An unknown model or GPU, an empty cluster, no domain size; a
         :class:`scaleout.plan.NoPlanError` (a ``ValueError``) when no size has a plan.
     """
+    check_bool("nested", nested)
     m = catalog.model(model)
     g = catalog.gpu(gpu)
     n = check_int("n_gpus", n_gpus)
@@ -597,6 +598,7 @@ def scaleout_fabric(n_gpus: int, link: str | Link, *, switch: str | None = None,
     favours DSP modules' reach and standard interoperability) at the cable lengths of
     ``lengths_m`` (:data:`scaleout.fabric.DEFAULT_LENGTHS_M` by default).
     """
+    check_bool("copper", copper)
     n = check_int("n_gpus", n_gpus)
     port = catalog.link(link)
     if port.scope != "scale-out":

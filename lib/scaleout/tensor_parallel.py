@@ -47,7 +47,7 @@ import numpy as np
 
 from . import catalog, memory
 from .catalog import ModelSpec
-from .checks import check_divides, check_int, check_positive
+from .checks import check_bool, check_divides, check_int, check_positive
 from .data_parallel import ACHIEVED_TFLOPS, Fabric
 
 __all__ = [
@@ -277,6 +277,7 @@ def tp_layer(
     The cost model does not require ``t`` to divide the heads; a real layout
     does (:func:`scaleout.memory.training_memory` checks it).
     """
+    check_bool("sp", sp)
     m = catalog.model(model)
     t = check_int("t", t)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
