@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import catalog, units
-from .checks import check_choice, check_int, check_positive
+from .checks import check_array, check_choice, check_int, check_positive
 
 __all__ = [
     "ALGORITHMS",
@@ -89,11 +89,9 @@ class AlphaBeta:
         return 1.0 / self.bandwidth_bytes_s
 
 
-def _sizes(size_bytes):
-    arr = np.asarray(size_bytes, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"size_bytes must be finite numbers >= 0, got {size_bytes!r}")
-    return arr
+def _sizes(size_bytes, name: str = "size_bytes"):
+    """Message sizes as a float array (finite, >= 0, at most :data:`scaleout.checks.MAX_BYTES`)."""
+    return check_array(name, size_bytes)
 
 
 def _link(link) -> AlphaBeta:
@@ -135,8 +133,8 @@ def busbw_factor(op: str, n: int) -> float:
 
 
 def algbw(size_bytes, time_s):
-    """Algorithm bandwidth S / t in bytes per second (NCCL-tests)."""
-    return _out(_sizes(size_bytes) / np.asarray(time_s, dtype=float))
+    """Algorithm bandwidth S / t in bytes per second (NCCL-tests); ``time_s`` must be > 0."""
+    return _out(_sizes(size_bytes) / check_array("time_s", time_s, allow_zero=False))
 
 
 def busbw(size_bytes, time_s, op: str, n: int):

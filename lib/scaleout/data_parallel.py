@@ -474,6 +474,8 @@ def weak_scaling(
     _, grads, comp = _step_parts(model, batch_per_gpu, seq_len, achieved_tflops, recipe, tp, pp)
     back = comp * BACKWARD_FRACTION
     fab = fabric or Fabric()
+    if isinstance(n_gpus, str | bytes) or np.ndim(n_gpus) != 1 or len(n_gpus) == 0:
+        raise ValueError(f"n_gpus must be a non-empty list of GPU counts, got {n_gpus!r}")
     ns = np.array([check_int("n_gpus", n) for n in n_gpus])
     parts = np.array([_comm(grads, bucket_bytes, back, int(n), fab, overlap)[1:] for n in ns])
     comm, exposed = parts[:, 0], parts[:, 1]
