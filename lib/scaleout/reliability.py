@@ -711,16 +711,21 @@ def goodput(interval_s, delta_s, mtbf_s, restart_s=0.0, *, write_s=None):
 
 
 def goodput_first_order(interval_s, delta_s, mtbf_s, restart_s=0.0):
-    """Young's first-order goodput, ``1 - delta/tau - tau/(2M) - R/M``.
+    """Young's first-order goodput, ``max(0, 1 - delta/tau - tau/(2M) - R/M)``.
 
     The waste terms of Young 1974 (a checkpoint per interval, half an interval
     lost per failure) plus the restart; accurate while ``tau``, ``delta`` and
     ``R`` are all small against ``M``; its maximum is at :func:`young_interval_s`.
+
+    Outside that range the terms can sum past 1 (``tau`` = 10^6 s against an
+    MTBF of 3 h gives 1 - 46.3), which no goodput can be: the approximation
+    has broken down, and the result is clipped at 0 (a run that keeps nothing).
+    :func:`goodput` is the exact model at any interval.
     """
     tau, d = _check_interval(interval_s, delta_s)
     m = _pos("mtbf_s", mtbf_s, _MTBF_HINT)
     r = _nonneg("restart_s", restart_s)
-    return _out(1 - d / tau - tau / (2 * m) - r / m)
+    return _out(np.maximum(0.0, 1 - d / tau - tau / (2 * m) - r / m))
 
 
 def expected_lost_work_s(interval_s, delta_s, mtbf_s):
