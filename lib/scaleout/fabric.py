@@ -1183,15 +1183,23 @@ def simulate_reordering(n_paths: int, *, rate_gbps: float = 800.0, packet_bytes:
 
 
 # =========================================================================== transports
+#: Transports of ``data/transports.toml``.
+TRANSPORTS = ("InfiniBand", "RoCE v2", "kernel TCP", "kernel-bypass")
+#: Units its figures may be in.
+TRANSPORT_UNITS = ("us", "Gb/s per core", "million messages/s per core")
+
+
 @dataclass(frozen=True)
 class TransportMeasurement(_Entry):
     """A published measurement of a transport's latency or CPU cost (``data/transports.toml``)."""
 
     name: str = _f("", "short name of the measurement")
-    transport: str = _f("", "'InfiniBand', 'RoCE v2', 'kernel TCP' or 'kernel-bypass'")
+    transport: str = _f("", "'InfiniBand', 'RoCE v2', 'kernel TCP' or 'kernel-bypass'",
+                        choices=TRANSPORTS)
     metric: str = _f("", "what was measured, e.g. 'one-way latency'")
     value: float = _f("", "the figure, in `unit`")
-    unit: str = _f("", "'us', 'Gb/s per core', 'million messages/s per core'")
+    unit: str = _f("", "'us', 'Gb/s per core', 'million messages/s per core'",
+                   choices=TRANSPORT_UNITS)
     conditions: str = _f("", "message size, hardware, load: what the figure depends on")
     year: int = _f("year", "year of publication")
     source: str = _f("", "where the figure was published")

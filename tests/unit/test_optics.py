@@ -398,7 +398,7 @@ def test_good_file_loads(tmp_path):
         (lambda t: t.replace("reach_m = 500", "reach = 500"),
          r"entry 1 \('M1'\): unknown field 'reach' \(did you mean 'reach_m'\?\)"),
         (lambda t: t.replace("reach_m = 500", "reach_m = -500"),
-         r"entry 1 \('M1'\): field 'reach_m' must be > 0, got -500"),
+         r"entry 1 \('M1'\): field 'reach_m' must be a finite number > 0, got -500"),
         (lambda t: t.replace("power_w = 15", 'power_w = "15 W"'),
          r"entry 1 \('M1'\): field 'power_w' must be float or int, got '15 W'"),
         (lambda t: t.replace('technology = "dsp"', 'technology = "DSP"'),

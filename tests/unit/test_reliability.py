@@ -417,7 +417,7 @@ def data_text():
          'study = "llama-3"\npart = "GPU"\ncounted_per = "gpu"\nvalue = 148',
          "[[failure]] entry 1 ('faulty GPU'): field 'study' is 'llama-3', not a [[study]]"),
         ('value = 148\nmeaning = "events"', 'value = -148\nmeaning = "events"',
-         "[[failure]] entry 1 ('faulty GPU'): field 'value' must be > 0, got -148"),
+         "[[failure]] entry 1 ('faulty GPU'): field 'value' must be a finite number > 0, got -148"),
         ('value = 148\nmeaning = "events"', 'valeu = 148\nmeaning = "events"',
          "[[failure]] entry 1 ('faulty GPU'): unknown field 'valeu' (did you mean 'value'?)"),
         ('unit = "GB/s"\nsource = "Llama 3 (arXiv 2407.21783) Sec. 3.3.1, Storage: the',
