@@ -429,10 +429,15 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _lookup(kind: str, table: dict, key):
-    """The entry whose name or alias is ``key`` (see :func:`_norm`); else close matches."""
+def _lookup(kind: str, table: dict, key, param: str | None = None):
+    """The entry whose name or alias is ``key`` (see :func:`_norm`); else close matches.
+
+    ``param`` is the caller's parameter, named in the message when it is not ``kind``
+    (``inter: link 'x' is not in the catalog``).
+    """
+    lead = f"{param}: " if param and param != kind else ""
     if not isinstance(key, str):
-        raise ValueError(f"{kind} must be a catalog name (text), got {key!r}")
+        raise ValueError(f"{lead}{kind} must be a catalog name (text), got {key!r}")
     index: dict[str, str] = {}
     for name, obj in table.items():
         for alias in (name, *obj.aliases):
@@ -443,10 +448,10 @@ def _lookup(kind: str, table: dict, key):
     choices = [alias for obj in table.values() for alias in (obj.name, *obj.aliases)]
     near = close_matches(str(key), choices)
     hint = f"did you mean {' or '.join(map(repr, near))}?" if near else f"known: {', '.join(table)}"
-    raise ValueError(f"{kind} {key!r} is not in the catalog; {hint}")
+    raise ValueError(f"{lead}{kind} {key!r} is not in the catalog; {hint}")
 
 
-def gpu(spec: str | GPU | dict) -> GPU:
+def gpu(spec: str | GPU | dict, *, param: str | None = None) -> GPU:
     """A GPU by catalog name or alias (``"H100"``, ``"a100-80gb"``), or a user-defined one.
 
     Parameters
@@ -463,25 +468,28 @@ def gpu(spec: str | GPU | dict) -> GPU:
         return spec
     if isinstance(spec, dict):
         return GPU(**{"source": "user-defined", **spec})
-    return _lookup("gpu", _gpus(), spec)
+    return _lookup("gpu", _gpus(), spec, param)
 
 
-def model(spec: str | ModelSpec | dict) -> ModelSpec:
-    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or user-defined."""
+def model(spec: str | ModelSpec | dict, *, param: str | None = None) -> ModelSpec:
+    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or user-defined.
+
+    ``param`` (here and in the other lookups): the caller's parameter name, for messages.
+    """
     if isinstance(spec, ModelSpec):
         return spec
     if isinstance(spec, dict):
         return ModelSpec(**{"source": "user-defined", "name": "custom", **spec})
-    return _lookup("model", _models(), spec)
+    return _lookup("model", _models(), spec, param)
 
 
-def link(spec: str | Link | dict) -> Link:
+def link(spec: str | Link | dict, *, param: str | None = None) -> Link:
     """A link or network port (``"NVLink 4"``, ``"InfiniBand NDR"``, ``"TCP 100GbE"``)."""
     if isinstance(spec, Link):
         return spec
     if isinstance(spec, dict):
         return Link(**{"source": "user-defined", "name": "custom", "year": 2025, **spec})
-    return _lookup("link", _links(), spec)
+    return _lookup("link", _links(), spec, param)
 
 
 def links() -> list[Link]:

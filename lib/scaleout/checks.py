@@ -145,6 +145,8 @@ REAL_BOUNDS: dict[str, float] = {
     "params": MAX_PARAMS,
     "tokens": MAX_TOKENS,
     "n_bytes": MAX_BYTES,
+    # bytes of one number (fp8 is 1, fp64 8): 64 leaves room for any format
+    **dict.fromkeys(("bytes_per_element", "bytes_per_param", "bytes_per_value"), 64.0),
 }
 
 _NAME_TAIL = re.compile(r"\[[^\]]*\]$")

@@ -94,17 +94,17 @@ def _sizes(size_bytes, name: str = "size_bytes"):
     return check_array(name, size_bytes)
 
 
-def _link(link) -> AlphaBeta:
+def _link(link, name: str = "link") -> AlphaBeta:
     if isinstance(link, AlphaBeta):
         return link
     if isinstance(link, str):
-        link = catalog.link(link)
+        link = catalog.link(link, param=name)
     # catalog links (scaleout.catalog.Link) and anything with the two figures
     try:
         return AlphaBeta(link.latency_s, link.bandwidth_bytes_s)
     except AttributeError:
         raise ValueError(
-            f"link must be a catalog link name, a catalog Link or an AlphaBeta, got {link!r}"
+            f"{name} must be a catalog link name, a catalog Link or an AlphaBeta, got {link!r}"
         ) from None
 
 
@@ -273,6 +273,7 @@ def hierarchical_all_reduce_time(
     """
     n_nodes = check_int("n_nodes", n_nodes)
     g = check_int("gpus_per_node", gpus_per_node)
+    intra, inter = _link(intra, "intra"), _link(inter, "inter")
     S = _sizes(size_bytes)
     t = collective_time("reduce_scatter", S, g, intra) if g > 1 else 0.0
     t = t + collective_time("all_reduce", S / g, n_nodes, inter, inter_algorithm)

@@ -93,7 +93,7 @@ def _resolve_link(name: str, value) -> Link | AlphaBeta:
     if isinstance(value, AlphaBeta | Link):
         return value
     if isinstance(value, str | dict):
-        return catalog.link(value)
+        return catalog.link(value, param=name)
     raise ValueError(
         f"{name} must be a catalog link name, a catalog Link or an AlphaBeta, got {value!r}"
     )
@@ -150,21 +150,22 @@ class Fabric:
         """Whether a group of ``n`` GPUs spans more than one node."""
         return check_int("n", n) > self.gpus_per_node
 
-    def time(self, op: str, size_bytes, n: int):
+    def time(self, op: str, size_bytes, n: int, *, name: str = "n"):
         """Seconds for one collective of ``size_bytes`` over ``n`` GPUs of this fabric.
 
         ``op`` is ``"all_reduce"``, ``"reduce_scatter"`` or ``"all_gather"`` with
         sizes as :mod:`scaleout.collectives` takes them (the full buffer; the
         gathered output for all-gather). Array-friendly in ``size_bytes``.
         A group larger than a node must fill whole nodes: ``gpus_per_node``
-        must divide ``n``.
+        must divide ``n``. ``name`` is the caller's name for ``n`` (``"n_gpus"``, ``"dp"``),
+        used in messages.
         """
         op = check_choice("op", op, _FABRIC_OPS)
-        n = check_int("n", n)
+        n = check_int(name, n)
         g = self.gpus_per_node
         if n <= g:
             return collectives.collective_time(op, size_bytes, n, self.intra)
-        check_divides("gpus_per_node", g, "n (GPUs in the group)", n)
+        check_divides("gpus_per_node", g, f"{name} (GPUs in the group)", n)
         if not self.hierarchical:
             return collectives.collective_time(op, size_bytes, n, self.inter,
                                                self.inter_algorithm)
@@ -205,7 +206,9 @@ def gradient_all_reduce_time(grad_bytes, n_gpus: int, fabric: Fabric | None = No
     ``2(n−1)/n`` of the gradients per GPU: almost twice the gradients whatever
     ``n`` is, while its latency term ``2(n−1)α`` grows with ``n``.
     """
-    return (fabric or Fabric()).time("all_reduce", grad_bytes, n_gpus)
+    grad_bytes = check_array("grad_bytes", grad_bytes)
+    out = (fabric or Fabric()).time("all_reduce", grad_bytes, n_gpus, name="n_gpus")
+    return float(out) if np.ndim(out) == 0 else out
 
 
 # =========================================================================== buckets
@@ -233,10 +236,11 @@ def _bucket_parts(grad_bytes, bucket_bytes, n_gpus, fabric):
     last = G - (k - 1) * B
     f = fabric or Fabric()
     if np.ndim(k) == 0:
-        full_s, last_s = np.asarray(f.time("all_reduce", np.array([B, last]), n_gpus))
+        full_s, last_s = np.asarray(f.time("all_reduce", np.array([B, last]), n_gpus,
+                                           name="n_gpus"))
     else:
-        full_s = np.asarray(f.time("all_reduce", B, n_gpus))
-        last_s = np.asarray(f.time("all_reduce", last, n_gpus))
+        full_s = np.asarray(f.time("all_reduce", B, n_gpus, name="n_gpus"))
+        last_s = np.asarray(f.time("all_reduce", last, n_gpus, name="n_gpus"))
     return k, full_s, last_s, B
 
 
@@ -333,11 +337,12 @@ def bucket_timeline(grad_bytes: float, bucket_bytes: float, backward_s: float, n
     B = min(check_positive("bucket_bytes", bucket_bytes), G)
     back = check_positive("backward_s", backward_s, allow_zero=True)
     k = n_buckets(G, B)
-    check_work(f"a timeline of {k:,} buckets", k, "use larger buckets (bucket_bytes)",
-               limit=MAX_WORK // 100)
+    check_work(f"a timeline of {k:,} buckets (grad_bytes / bucket_bytes)", k,
+               "use larger buckets", limit=MAX_WORK // 100)
     sizes = np.full(k, B)
     sizes[-1] = G - (k - 1) * B
-    comm = np.asarray((fabric or Fabric()).time("all_reduce", sizes, n_gpus), dtype=float)
+    comm = np.asarray((fabric or Fabric()).time("all_reduce", sizes, n_gpus, name="n_gpus"),
+                      dtype=float)
     ready = back * np.cumsum(sizes) / G
     ready[-1] = back
     start, end = np.empty(k), np.empty(k)

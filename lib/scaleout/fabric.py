@@ -798,7 +798,7 @@ def build_graph(design: ClosDesign) -> FabricGraph:
     """
     n, k, t = design.endpoints, design.radix, design.tiers
     d, u, half = design.leaf_down, design.leaf_up, k // 2
-    check_work(f"wiring {design.links:,} links of {design.switches:,} switches",
+    check_work(f"wiring the design's {design.links:,} links and {design.switches:,} switches",
                design.links + design.switches + n, "build a smaller design (count it with "
                "size_fabric, which has no size limit)", limit=MAX_WORK // 20)
     ep = np.arange(n)
@@ -1058,7 +1058,7 @@ def simulate_load_balance(n_flows: int, n_paths: int, *, load: float = 1.0,
     slow = check_range("path_slowdown", path_slowdown, 0.0, 0.99)
     n_trials = check_int("trials", trials)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
-    check_work(f"simulating {f:,} flows on {e:,} paths {n_trials:,} times",
+    check_work(f"simulating n_flows={f:,} on n_paths={e:,}, trials={n_trials:,}",
                n_trials * (f + 2 * e), "use fewer trials, flows or paths")
     path = rng.integers(0, e, size=(n_trials, f))
     capacity = 1.0 - rng.uniform(0.0, slow, size=(n_trials, e)) if slow > 0 else \
@@ -1090,7 +1090,7 @@ def ecmp_expected_utilisation(n_flows: int, n_paths: int) -> float:
     """
     f = check_int("n_flows", n_flows)
     e = check_int("n_paths", n_paths)
-    check_work(f"the exact sum over {f:,} flows", f, "use fewer flows (the mean tends to "
+    check_work(f"the exact sum over n_flows={f:,}", f, "use fewer flows (the mean tends to "
                "1 - 1/e as flows and paths grow together)", limit=MAX_WORK // 100)
     q = 1.0 / e
     return float(sum(math.comb(f, m) * q**m * (1 - q) ** (f - m) * min(1.0, m * e / f)
@@ -1108,7 +1108,7 @@ def load_balance_sweep(n_flows: Sequence[int], n_paths: Sequence[int], *, load: 
     flows = [check_int("n_flows", x) for x in n_flows]
     paths = [check_int("n_paths", x) for x in n_paths]
     n_trials = check_int("trials", trials)
-    check_work(f"a sweep of {len(flows)} flow counts by {len(paths)} path counts",
+    check_work(f"a sweep of {len(flows)} n_flows by {len(paths)} n_paths, trials={n_trials:,}",
                n_trials * sum(f + 2 * e for f in flows for e in paths),
                "use fewer trials, flows or paths")
     out = {key: np.zeros((len(paths), len(flows))) for key in ("ecmp", "ecmp_sync", "spray")}
@@ -1164,7 +1164,7 @@ def simulate_reordering(n_paths: int, *, rate_gbps: float = 800.0, packet_bytes:
     skew = check_positive("skew_us", skew_us, allow_zero=True) * 1e-6
     jitter = check_positive("jitter_us", jitter_us, allow_zero=True) * 1e-6
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
-    check_work(f"simulating {m:,} packets", 8 * m, "use fewer packets (n_packets)")
+    check_work(f"simulating n_packets={m:,}", 8 * m, "use fewer packets")
     t_pkt = size / (units.gbps_to_gbytes_s(rate) * 1e9)
     m -= m % e
     send = np.arange(m) * t_pkt

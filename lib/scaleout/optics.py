@@ -443,7 +443,7 @@ def lanes_needed(gbps, lane_gbps: int):
     """
     check_choice("lane_gbps", lane_gbps, tuple(LANE_DATA_GBPS))
     gbps = check_array("gbps", gbps, allow_zero=False)
-    out = np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9).astype(np.int64)
+    out = np.maximum(1, np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9)).astype(np.int64)
     return int(out) if out.ndim == 0 else out
 
 

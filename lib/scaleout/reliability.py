@@ -669,9 +669,10 @@ def _check_interval(interval_s, delta_s, write_s=None):
     if np.any(short):
         t = tau[short].ravel()[0] if tau.ndim else float(tau)
         f = np.broadcast_to(floor, tau.shape)[short].ravel()[0] if tau.ndim else float(floor)
+        what = "delta_s" if write_s is None else "delta_s or write_s"
         raise ValueError(f"interval_s = {t:g} s is shorter than the checkpoint write time "
-                         f"({f:g} s): the next checkpoint would start before the last one is "
-                         "written; choose interval_s >= the write time")
+                         f"{what} ({f:g} s): the next checkpoint would start before the last "
+                         "one is written; choose interval_s >= the write time")
     return tau, d
 
 
@@ -822,7 +823,8 @@ def elastic_capacity(interval_s, delta_s, mtbf_s, restart_s, *, repair_s, dp) ->
         raise ValueError(f"elastic shrink: on average {t_rep / m:.3g} of dp = {dp} replicas would "
                          "be under repair (repair_s / MTBF); it must stay below dp / 2")
     length = tau + d
-    check_work(f"summing {(t_rep - r) / length:.3g} segments of a repair", (t_rep - r) / length,
+    check_work(f"summing {(t_rep - r) / length:.3g} segments of a repair (repair_s / "
+               "(interval_s + delta_s))", (t_rep - r) / length,
                "use a longer interval_s or a shorter repair_s")
     s = np.arange(max(0, math.ceil((t_rep - r) / length)) + 1)
     lo = r + s * length
@@ -850,8 +852,9 @@ def spares_needed(node_failures_per_h: float, repair_s: float, risk: float = 1e-
         raise ValueError(f"risk must be a probability below 1, got {risk!r}")
     if a == 0:
         return 0
-    check_work(f"a Poisson tail of mean {a:.3g} nodes under repair", a, "the failure rate "
-               "times the repair time is more nodes than a cluster has", limit=10**6)
+    check_work(f"a Poisson tail of mean {a:.3g} nodes under repair (node_failures_per_h x "
+               "repair_s)", a, "the failure rate times the repair time is more nodes than a "
+               "cluster has", limit=10**6)
     k = np.arange(int(a + 12 * math.sqrt(a) + 30))
     log_pmf = k * math.log(a) - a - np.array([math.lgamma(x + 1) for x in k])
     tail = 1 - np.cumsum(np.exp(log_pmf))
@@ -957,7 +960,8 @@ def expected_goodput_finite(horizon_s, interval_s, delta_s, mtbf_s, restart_s=0.
     m = float(_pos("mtbf_s", mtbf_s, _MTBF_HINT))
     r = float(_nonneg("restart_s", restart_s))
     length = tau + d
-    check_work(f"summing {h / length:.3g} segments", h / length, _SIM_HINT)
+    check_work(f"summing {h / length:.3g} segments (horizon_s / (interval_s + delta_s))",
+               h / length, _SIM_HINT)
     k = np.arange(1, int(h / length) + 1)
     first = k * length
     after = r + first
@@ -1030,8 +1034,10 @@ def _check_sim(horizon_s, interval_s, delta_s, mtbf_s, restart_s, reps, seed):
     reps = check_int("reps", reps)
     seed = check_int("seed", seed, minimum=0)
     failures = horizon / m + 6 * math.sqrt(horizon / m) + 16
-    check_work(f"{reps:,} runs of {failures:.3g} failures each", 4 * reps * failures, _SIM_HINT)
-    check_work(f"a run of {horizon / (tau + d):.3g} segments", horizon / (tau + d), _SIM_HINT)
+    check_work(f"reps={reps:,} runs of {failures:.3g} failures each (horizon_s / mtbf_s)",
+               4 * reps * failures, _SIM_HINT)
+    check_work(f"a run of {horizon / (tau + d):.3g} segments (horizon_s / (interval_s + "
+               "delta_s))", horizon / (tau + d), _SIM_HINT)
     return horizon, tau, d, m, r, reps, seed
 
 
@@ -1232,7 +1238,7 @@ def straggler_step_mc(n_gpus: int, base_s: float, jitter: float, dist: str = "ex
     dist = check_choice("dist", dist, ("exponential", "normal"))
     steps = check_int("steps", steps)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
-    check_work(f"{steps:,} steps of {n:,} draws", steps * n, "use fewer steps or GPUs; "
+    check_work(f"steps={steps:,} of n_gpus={n:,} draws", steps * n, "use fewer steps or GPUs; "
                "straggler_step_time_s() gives the expectation at any size", limit=10 * MAX_WORK)
     out = np.empty(steps)
     block = max(1, 2_000_000 // n)

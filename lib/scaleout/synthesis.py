@@ -37,7 +37,7 @@ import numpy as np
 
 from . import catalog, collectives, fabric, optics, plan, reliability, units
 from .catalog import DATA_DIR, GPU, Link, ModelSpec, _Entry, _f, _lookup, load_entries
-from .checks import check_bool, check_choice, check_int, check_positive
+from .checks import check_array, check_bool, check_choice, check_int, check_positive
 
 __all__ = [
     "DEFAULT_SEMANTICS_LINKS",
@@ -329,9 +329,7 @@ def scaleup_optics(spec: str | ScaleupDomain, choice: str = "lpo", *, link_gbps:
 def fibre_delay_s(distance_m, ns_per_m: float = fabric.FIBRE_NS_PER_M):
     """One-way propagation delay over ``distance_m`` of fibre, seconds (about 4.9 ns per metre:
     :data:`scaleout.fabric.FIBRE_NS_PER_M`). Array-friendly."""
-    d = np.asarray(distance_m, dtype=float)
-    if not np.all(np.isfinite(d)) or np.any(d < 0):
-        raise ValueError(f"distance_m must be finite numbers >= 0, got {distance_m!r}")
+    d = check_array("distance_m", distance_m)
     out = units.ns_to_seconds(d * check_positive("ns_per_m", ns_per_m))
     return float(out) if np.ndim(out) == 0 else out
 

@@ -285,9 +285,10 @@ def tp_layer(
     fab = fabric or Fabric()
     size = tp_activation_bytes(micro_batch, s, m.hidden, bytes_per_element)
     if sp:
-        one = fab.time("reduce_scatter", size, t) + fab.time("all_gather", size, t)
+        one = (fab.time("reduce_scatter", size, t, name="t")
+               + fab.time("all_gather", size, t, name="t"))
     else:
-        one = fab.time("all_reduce", size, t)
+        one = fab.time("all_reduce", size, t, name="t")
     return TPLayer(
         t=t,
         traffic_bytes=tp_traffic_bytes_per_layer(micro_batch, s, m.hidden, t, bytes_per_element),

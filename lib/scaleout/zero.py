@@ -165,7 +165,7 @@ def zero_comm(params: float, zero_stage: int, dp: int, fabric: Fabric | None = N
     parts, sent = {}, 0.0
     for op, what in stage_collectives(stage):
         size = psi * (r.grad_bytes if what == "gradients" else r.weight_bytes)
-        parts[f"{op.replace('_', '-')} ({what})"] = float(fab.time(op, size, dp))
+        parts[f"{op.replace('_', '-')} ({what})"] = float(fab.time(op, size, dp, name="dp"))
         sent += collectives.lower_bound_bytes(op, size, dp)
     return ZeroComm(stage, dp, parts, float(sent))
 

@@ -356,9 +356,10 @@ def test_one_slow_host_slows_everyone():
         (lambda: reliability.young_interval_s(10, 0), r"mtbf_s must be a finite number > 0"),
         (lambda: reliability.daly_interval_s(10, float("nan")), r"mtbf_s must be a finite"),
         (lambda: reliability.goodput(5, 10, 3600),
-         r"interval_s = 5 s is shorter than the checkpoint write time \(10 s\)"),
+         r"interval_s = 5 s is shorter than the checkpoint write time delta_s \(10 s\)"),
         (lambda: reliability.goodput(60, 1, 3600, write_s=120),
-         r"interval_s = 60 s is shorter than the checkpoint write time \(120 s\)"),
+         r"interval_s = 60 s is shorter than the checkpoint write time delta_s or write_s "
+         r"\(120 s\)"),
         (lambda: reliability.goodput(np.array([100.0, 5.0]), 10, 3600),
          r"interval_s = 5 s is shorter"),
         (lambda: reliability.simulate(DAY, 5, 10, 3600), r"interval_s = 5 s is shorter"),

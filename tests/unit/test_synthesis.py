@@ -410,5 +410,5 @@ def test_fibre_delay_and_the_alpha_between_sites():
     link = catalog.link("InfiniBand NDR")
     assert ab.latency_s == pytest.approx(link.latency_s + 49e-6, rel=1e-3)
     assert ab.bandwidth_bytes_s == link.bandwidth_bytes_s
-    with pytest.raises(ValueError, match="distance_m must be finite numbers >= 0"):
+    with pytest.raises(ValueError, match="distance_m must be a finite number >= 0"):
         S.fibre_delay_s(-1)
