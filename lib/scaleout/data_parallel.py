@@ -289,9 +289,7 @@ def exposed_comm_time(grad_bytes, bucket_bytes, backward_s, n_gpus: int,
     by bucket.
     """
     check_bool("overlap", overlap)
-    back = np.asarray(backward_s, dtype=float)
-    if not np.all(np.isfinite(back)) or np.any(back < 0):
-        raise ValueError(f"backward_s must be finite numbers >= 0, got {backward_s!r}")
+    back = check_array("backward_s", backward_s)
     k, full, last, B = _bucket_parts(grad_bytes, bucket_bytes, n_gpus, fabric)
     delta = back * B / np.asarray(grad_bytes, dtype=float)
     _, out = _schedule(k, full, last, back, delta, overlap)

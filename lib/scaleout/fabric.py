@@ -60,6 +60,7 @@ import numpy as np
 from . import catalog, collectives, units
 from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
 from .checks import (
+    MAX_RADIX,
     MAX_WORK,
     check_array,
     check_choice,
@@ -250,6 +251,10 @@ def radix_at(switch_gbps: float, port_gbps: float) -> int:
     """
     cap = check_positive("switch_gbps", switch_gbps)
     speed = check_positive("port_gbps", port_gbps)
+    if cap / speed > MAX_RADIX:
+        raise ValueError(f"switch_gbps={cap:g} at port_gbps={speed:g} gives "
+                         f"{cap / speed:,.0f} ports, more than a switch has "
+                         f"(scaleout.checks.MAX_RADIX = {MAX_RADIX:,}); use faster ports")
     k = math.floor(cap / speed + 1e-9)
     k -= k % 2
     if k < 2:
@@ -611,7 +616,14 @@ def size_multiplane(n_endpoints: int, nic_gbps: float, planes: int, *,
     if (switch_gbps is None) == (radix is None):
         raise ValueError("give exactly one of switch_gbps (switch capacity per direction) "
                          "and radix")
-    k = radix_at(switch_gbps, port) if switch_gbps is not None else check_radix(radix)
+    if switch_gbps is not None:
+        try:
+            k = check_radix(radix_at(switch_gbps, port))
+        except ValueError as exc:
+            raise ValueError(f"nic_gbps / planes = {port:g} Gb/s per port on a switch of "
+                             f"switch_gbps = {switch_gbps!r}: {exc}") from None
+    else:
+        k = check_radix(radix)
     plane = size_fabric(n_endpoints, k, port, oversubscription, tiers, max_tiers)
     return MultiPlaneDesign(plane=plane, planes=p)
 
@@ -1092,9 +1104,14 @@ def ecmp_expected_utilisation(n_flows: int, n_paths: int) -> float:
     e = check_int("n_paths", n_paths)
     check_work(f"the exact sum over n_flows={f:,}", f, "use fewer flows (the mean tends to "
                "1 - 1/e as flows and paths grow together)", limit=MAX_WORK // 100)
-    q = 1.0 / e
-    return float(sum(math.comb(f, m) * q**m * (1 - q) ** (f - m) * min(1.0, m * e / f)
-                     for m in range(f + 1)))
+    if e == 1:
+        return 1.0  # one path carries every flow, fully used
+    m = np.arange(f + 1)
+    # Binomial(F, 1/E) probabilities in logarithms: math.comb(F, m) overflows a float past F ~ 1000
+    log_c = np.array([math.lgamma(f + 1) - math.lgamma(k + 1) - math.lgamma(f - k + 1)
+                      for k in range(f + 1)])
+    log_p = log_c + m * math.log(1.0 / e) + (f - m) * math.log1p(-1.0 / e)
+    return float(np.sum(np.exp(log_p) * np.minimum(1.0, m * e / f)))
 
 
 def load_balance_sweep(n_flows: Sequence[int], n_paths: Sequence[int], *, load: float = 1.0,

@@ -906,8 +906,8 @@ def _no_layout_message(m: ModelSpec, n: int, B: int, gpn: int, why: dict[str, in
     if why["pp"]:
         reasons.append(f"pipeline sizes must divide the {m.n_layers} layers")
     if why["batch"]:
-        reasons.append(f"the data-parallel size n/(tp·pp) must divide the global batch {B}")
-    return (f"no layout of {n:,} GPUs is valid for {m.name} with global batch {B}: "
+        reasons.append(f"the data-parallel size n/(tp·pp) must divide global_batch={B}")
+    return (f"no layout of n_gpus={n:,} is valid for {m.name} with global_batch={B}: "
             + "; ".join(reasons) + ". Try a GPU count with more small factors (a multiple of "
             f"{gpn}) or a global batch divisible by it.")
 

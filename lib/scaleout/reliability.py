@@ -44,6 +44,7 @@ import numpy as np
 from . import catalog, memory
 from .catalog import DATA_DIR, _Entry, _f, load_entries, read_toml
 from .checks import (
+    MAX_PARAMS,
     MAX_WORK,
     check_array,
     check_bool,
@@ -380,12 +381,23 @@ def inventory(n_gpus, gpus_per_node: int = 8, gpus_per_switch: int = 16,
     return Inventory(gpus=n, nodes=np.ceil(n / gpn), links=n * lpg, switches=np.ceil(n / gps))
 
 
-def _as_study_list(study_names_) -> list[Study]:
-    names = [study_names_] if isinstance(study_names_, str | Study) else list(study_names_)
+def _as_study_list(study_names_, param: str = "study_name") -> list[Study]:
+    if isinstance(study_names_, str | Study):
+        names = [study_names_]
+    elif isinstance(study_names_, list | tuple):
+        names = list(study_names_)
+    else:
+        names = []
     if not names:
-        raise ValueError("study: name at least one study of "
-                         f"{', '.join(map(repr, study_names()))}")
-    return [study(n) for n in names]
+        raise ValueError(f"{param} must name one or more studies of "
+                         f"{', '.join(map(repr, study_names()))}, got {study_names_!r}")
+    found = []
+    for n in names:
+        if isinstance(n, Study):
+            found.append(n)
+        else:
+            found.append(_data().studies[check_choice(param, n, study_names())])
+    return found
 
 
 def failure_breakdown_per_h(n_gpus, study_name="llama3-405b", *, gpus_per_node: int = 8,
@@ -467,10 +479,15 @@ class CheckpointPlan:
     asynchronous: bool
 
 
-def _params(model_or_params) -> float:
+def _params(model_or_params, name: str = "model_or_params") -> float:
     if isinstance(model_or_params, int | float | np.integer | np.floating) and not isinstance(
             model_or_params, bool):
-        return check_positive("params", model_or_params)
+        return check_positive(name, model_or_params, maximum=MAX_PARAMS)
+    if isinstance(model_or_params, str):
+        return float(memory.param_count(catalog.model(model_or_params, param=name)))
+    if not isinstance(model_or_params, catalog.ModelSpec | dict):
+        raise ValueError(f"{name} must be a catalog model name, a ModelSpec or a parameter "
+                         f"count > 0, got {model_or_params!r}")
     return float(memory.param_count(model_or_params))
 
 
