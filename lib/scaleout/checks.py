@@ -127,6 +127,7 @@ UNIT_BOUNDS: tuple[tuple[str, float], ...] = (
     ("_bytes_s", 1e18),
     ("_per_s", 1e18),  # tokens (or anything) per second
     ("_tflops", 1e9),  # 10^21 FLOP/s per GPU
+    ("_tflops_per_gpu", 1e9),
     ("_gbps", 1e10),  # 10^19 bit/s per port
     ("_bytes", MAX_BYTES),
     ("_gb", MAX_BYTES / 1e9),

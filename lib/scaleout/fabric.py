@@ -1177,7 +1177,9 @@ def simulate_reordering(n_paths: int, *, rate_gbps: float = 800.0, packet_bytes:
     e = check_int("n_paths", n_paths)
     rate = check_positive("rate_gbps", rate_gbps)
     size = check_int("packet_bytes", packet_bytes)
-    m = check_int("n_packets", n_packets, minimum=e)
+    m = check_int("n_packets", n_packets)
+    if m < e:
+        raise ValueError(f"n_packets={m} must be at least n_paths={e}: one packet per path")
     skew = check_positive("skew_us", skew_us, allow_zero=True) * 1e-6
     jitter = check_positive("jitter_us", jitter_us, allow_zero=True) * 1e-6
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
