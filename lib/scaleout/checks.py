@@ -105,11 +105,12 @@ MAX_WORK = 2 * 10**7
 
 _GPU_COUNTS = ("n_gpus", "dp", "tp", "pp", "t", "p", "n", "nranks", "model_parallel",
                "n_endpoints", "spare_gpus", "n_hosts", "n_nodes", "gpu_counts", "rank",
-               "device", "domain size", "design_gpu_counts", "domain_gpus")
+               "device", "design_gpu_counts", "domain_gpus")
 #: Upper bounds of whole-number parameters, by name (:func:`check_int`).
 INT_BOUNDS: dict[str, int] = {
     **dict.fromkeys(_GPU_COUNTS, MAX_GPUS),
-    **dict.fromkeys(("gpus_per_node", "gpus_per_switch", "links_per_gpu"), MAX_DOMAIN_GPUS),
+    **dict.fromkeys(("gpus_per_node", "gpus_per_switch", "gpus_per_server", "links_per_gpu",
+                     "domain_sizes"), MAX_DOMAIN_GPUS),
     **dict.fromkeys(("n_layers", "v", "interleave", "max_interleave", "in_flight"), MAX_LAYERS),
     **dict.fromkeys(("hidden", "n_heads", "n_kv_heads", "ffn_hidden", "vocab"), MAX_WIDTH),
     "seq_len": MAX_SEQ_LEN,

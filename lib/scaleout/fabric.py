@@ -68,6 +68,7 @@ from .checks import (
     check_positive,
     check_range,
     check_work,
+    real_bound,
 )
 
 __all__ = [
@@ -454,7 +455,8 @@ def _lengths(lengths_m: Mapping[str, float] | None) -> dict[str, float]:
     out = dict(DEFAULT_LENGTHS_M)
     for name, value in (lengths_m or {}).items():
         check_choice("link type", name, LINK_TYPES)
-        out[name] = check_positive(f"length of {name} links (m)", value)
+        out[name] = check_positive(f"lengths_m[{name!r}] (the length of {name} links, m)",
+                                   value, maximum=real_bound("length_m"))
     return out
 
 

@@ -37,7 +37,13 @@ import numpy as np
 
 from . import catalog, collectives, fabric, optics, plan, reliability, units
 from .catalog import DATA_DIR, GPU, Link, ModelSpec, _Entry, _f, _lookup, load_entries
-from .checks import check_array, check_bool, check_choice, check_int, check_positive
+from .checks import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "DEFAULT_SEMANTICS_LINKS",
@@ -434,11 +440,12 @@ class DomainComparison:
         return self.option(smaller).step_s / self.option(larger).step_s
 
 
-def _domain_size(value) -> int:
-    """A domain size from an int or a catalog domain name (its accelerators)."""
+def _domain_size(value, name: str = "domain_sizes") -> int:
+    """A domain size from an int or a catalog domain name (its accelerators); ``name`` is the
+    caller's parameter, for messages."""
     if isinstance(value, str):
-        return scaleup_domain(value).accelerators
-    return check_int("domain size", value)
+        return _lookup("scale-up domain", _domains(), value, name).accelerators
+    return check_int(name, value)
 
 
 def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_batch: int,
@@ -615,7 +622,9 @@ def scaleout_fabric(n_gpus: int, link: str | Link, *, switch: str | None = None,
         check_choice("lengths_m key", unknown[0], fabric.LINK_TYPES)
     groups = design.link_groups(lengths["endpoint-leaf"], lengths["leaf-spine"],
                                 lengths["spine-core"])
-    bill = optics.fabric_bill(groups, optics_choice, lane_gbps=lane_gbps, copper=copper)
+    choice = check_choice("optics_choice", optics_choice.lower() if isinstance(optics_choice, str)
+                          else optics_choice, optics.CHOICES)
+    bill = optics.fabric_bill(groups, choice, lane_gbps=lane_gbps, copper=copper)
     alpha = fabric.fabric_alpha(port, design, lengths_m=lengths)
     return FabricPlan(port.name, nic, chip.name, design, bill, alpha.latency_s * 1e6)
 
@@ -681,6 +690,7 @@ def reliability_at(model: str | ModelSpec | float, n_gpus: int, *,
       and that goodput (:func:`scaleout.reliability.goodput`, Daly 2006).
     """
     n = check_int("n_gpus", n_gpus)
+    gpus_per_server = check_int("gpus_per_server", gpus_per_server)
     storage = (default_storage_gbytes_s(n) if storage_gbytes_s is None
                else check_positive("storage_gbytes_s", storage_gbytes_s))
     ckpt = reliability.checkpoint_plan(model, n, storage_gbytes_s=storage, tp=tp, pp=pp)
@@ -790,7 +800,7 @@ def cluster_plan(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_bat
     """
     g = catalog.gpu(gpu)
     chosen_size = _domain_size(gpus_per_node if gpus_per_node is not None
-                               else g.scaleup_domain_gpus)
+                               else g.scaleup_domain_gpus, "gpus_per_node")
     tokens = check_positive("tokens", tokens)
     sizes = {chosen_size, *(_domain_size(d) for d in (domain_sizes or ()))}
     domains = compare_domains(model, g, n_gpus, global_batch, sizes, tokens=tokens,

@@ -251,7 +251,7 @@ def test_compare_domains_bad_input():
         S.compare_domains("llama3-70b", "GB300", 576, 1152)
     with pytest.raises(ValueError, match="at least one scale-up domain size"):
         S.compare_domains("llama3-70b", "GB200", 576, 1152, ())
-    with pytest.raises(ValueError, match="domain size must be a whole number >= 1"):
+    with pytest.raises(ValueError, match="domain_sizes must be a whole number >= 1"):
         S.compare_domains("llama3-70b", "GB200", 576, 1152, (0,))
     with pytest.raises(plan.NoPlanError, match=r"no domain size gives a plan .* 100-GPU"):
         S.compare_domains("llama3-70b", "GB200", 576, 1152, (100,))
