@@ -671,10 +671,16 @@ def exact_optimal_interval_s(delta_s, mtbf_s):
     ``(tau/M - 1) e^{tau/M - 1} = -e^{-delta/M - 1}``, solved by the Lambert W
     function (Daly 2006 names it as the route to the exact optimum). The restart
     time ``R`` only scales the wall time, so the optimum does not depend on it.
+
+    Where ``delta/M`` is below 10^-9, ``1 + W0`` would cancel to nothing in floating
+    point; there Daly's expansion (:func:`daly_interval_s`), whose error is of a
+    higher order in ``delta/M``, gives the optimum to full precision.
     """
     d = _pos("delta_s", delta_s)
     m = _pos("mtbf_s", mtbf_s, _MTBF_HINT)
-    return _out(m * (1 + np.asarray(lambert_w0(-np.exp(-d / m - 1)))))
+    tiny = d / m < 1e-9
+    exact = m * (1 + np.asarray(lambert_w0(-np.exp(-np.where(tiny, 1.0, d / m) - 1))))
+    return _out(np.where(tiny, daly_interval_s(d, m), exact))
 
 
 # =========================================================================== goodput

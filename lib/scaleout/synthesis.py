@@ -691,6 +691,8 @@ def reliability_at(model: str | ModelSpec | float, n_gpus: int, *,
     """
     n = check_int("n_gpus", n_gpus)
     gpus_per_server = check_int("gpus_per_server", gpus_per_server)
+    reliability._params(model, "model")  # checked here so that messages name this parameter
+    reliability._as_study_list(study, "study")
     storage = (default_storage_gbytes_s(n) if storage_gbytes_s is None
                else check_positive("storage_gbytes_s", storage_gbytes_s))
     ckpt = reliability.checkpoint_plan(model, n, storage_gbytes_s=storage, tp=tp, pp=pp)

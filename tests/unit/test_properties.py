@@ -337,6 +337,26 @@ CASES = [
     # ---- synthesis and costs
     Case("synthesis.transfer_time_s", synthesis.transfer_time_s,
          {"link": "NVLink 5", "size_bytes": 1e6}, {"link": LINKS, "size_bytes": ANY}, NONNEG),
+    Case("synthesis.cluster_plan", synthesis.cluster_plan,
+         {"model": "llama3-70b", "gpu": "H100", "n_gpus": 1024, "global_batch": 1024,
+          "tokens": 15e12},
+         {"model": MODELS, "gpu": GPUS, "n_gpus": ANY, "global_batch": ANY, "tokens": ANY,
+          "planes": ANY, "oversubscription": ANY, "storage_gbytes_s": ANY,
+          "gpus_per_server": ANY, "gpus_per_node": st.one_of(ANY, st.sampled_from(
+              ["NVL72", "GB200 NVL72", "NVL72x", 72])),
+          "optics_choice": st.sampled_from(["dsp", "LPO", "dspx", None, 3]),
+          "study": st.sampled_from(["llama3-405b", "llama3", None]),
+          "switch": st.sampled_from(["Tomahawk 5", "Tomahawk6x", 1]),
+          "lengths_m": st.sampled_from([{"leaf-spine": 50.0}, {"leaf-spine": -1}, {"x": 1},
+                                        {"spine-core": float("nan")}])},
+         examples=40, answers=(plan.NoPlanError,),
+         related={"model": ("n_gpus", "global_batch"), "gpu": ("n_gpus", "gpus_per_node"),
+                  "planes": ("n_endpoints",), "oversubscription": ("n_endpoints",)}),
+    Case("synthesis.reliability_at", synthesis.reliability_at,
+         {"model": "llama3-70b", "n_gpus": 1024},
+         {"model": st.one_of(MODELS, ANY), "n_gpus": ANY, "storage_gbytes_s": ANY, "tp": ANY,
+          "pp": ANY, "study": st.sampled_from(["llama3-405b", "llama3", None, 1]),
+          "gpus_per_server": ANY, "detect_s": ANY, "init_s": ANY}),
     Case("synthesis.fibre_delay_s", synthesis.fibre_delay_s,
          {"distance_m": 1e4}, {"distance_m": ANY, "ns_per_m": ANY}, NONNEG),
     Case("costs.run_cost", costs.run_cost,
@@ -375,5 +395,5 @@ def test_result_is_finite_in_range_or_a_clear_error(case: Case):
 
 
 def test_the_suite_covers_many_functions():
-    assert len(CASES) >= 45
+    assert len(CASES) >= 50
     assert len({c.name.split(".")[0] for c in CASES}) >= 14
