@@ -81,8 +81,9 @@ MAX_WIDTH = 10**7
 MAX_SEQ_LEN = 10**8
 #: Sequences in a batch (global or micro) and micro-batches per step: 100 million.
 MAX_BATCH = 10**8
-#: Switch ports (radix): 8,192 (a 102.4 Tb/s chip has 512 ports of 200G, 2,048 of 50G).
-MAX_RADIX = 8192
+#: Switch ports (radix): 65,536 = 2^16, for what-ifs far past any chip (a 102.4 Tb/s chip
+#: has 512 ports of 200G, 2,048 of 50G).
+MAX_RADIX = 2**16
 #: Network planes per NIC: 64 (multi-plane NICs split into 2-8 ports today).
 MAX_PLANES = 64
 #: Any other whole number (repetitions, flows, packets, seeds): 10^12.

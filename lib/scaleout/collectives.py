@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import catalog, units
-from .checks import check_array, check_choice, check_int, check_positive
+from .checks import MAX_QUANTITY, check_array, check_choice, check_int, check_positive
 
 __all__ = [
     "ALGORITHMS",
@@ -81,7 +81,9 @@ class AlphaBeta:
 
     def __post_init__(self) -> None:
         check_positive("latency_s", self.latency_s, allow_zero=True)
-        check_positive("bandwidth_bytes_s", self.bandwidth_bytes_s)
+        # up to MAX_QUANTITY, not a physical bound: 1e30 B/s stands for "no bandwidth term"
+        # in a what-if (a latency-only link)
+        check_positive("bandwidth_bytes_s", self.bandwidth_bytes_s, maximum=MAX_QUANTITY)
 
     @property
     def beta_s_per_byte(self) -> float:

@@ -43,6 +43,7 @@ import numpy as np
 from . import catalog, collectives, compute, memory
 from .catalog import Link, ModelSpec
 from .checks import (
+    MAX_TOKENS,
     MAX_WORK,
     check_array,
     check_bool,
@@ -190,9 +191,7 @@ def gradient_bytes(params, recipe: str | memory.PrecisionRecipe = "mixed-adam"):
     2 bytes each (ZeRO Sec. 3.1); Megatron-LM's bf16 recipe reduces fp32
     gradients, 4 bytes (:data:`scaleout.memory.RECIPES`). Array-friendly.
     """
-    p = np.asarray(params, dtype=float)
-    if not np.all(np.isfinite(p)) or np.any(p <= 0):
-        raise ValueError(f"params must be finite numbers > 0, got {params!r}")
+    p = check_array("params", params, allow_zero=False)
     out = p * memory.get_recipe(recipe).grad_bytes
     return float(out) if out.ndim == 0 else out
 
@@ -365,9 +364,7 @@ def compute_time(model: str | ModelSpec, tokens_per_gpu, achieved_tflops: float 
     """
     rate = check_positive("achieved_tflops", achieved_tflops) * 1e12
     mp = check_int("model_parallel", model_parallel)
-    tokens = np.asarray(tokens_per_gpu, dtype=float)
-    if not np.all(np.isfinite(tokens)) or np.any(tokens <= 0):
-        raise ValueError(f"tokens_per_gpu must be finite numbers > 0, got {tokens_per_gpu!r}")
+    tokens = check_array("tokens_per_gpu", tokens_per_gpu, allow_zero=False, maximum=MAX_TOKENS)
     out = compute.flops_per_token(model, seq_len) * tokens / mp / rate
     return float(out) if out.ndim == 0 else out
 

@@ -646,6 +646,8 @@ def lambert_w0(z):
     elsewhere; about 1e-15 relative accuracy. Works on arrays (numpy has no W,
     and the workbook does not depend on scipy).
     """
+    if isinstance(z, str | bytes) or np.asarray(z).dtype.kind not in "iuf":
+        raise ValueError(f"lambert_w0 needs numbers z >= -1/e, got {z!r}")
     z = np.asarray(z, dtype=float)
     if np.any(~np.isfinite(z)) or np.any(z < -1 / np.e - 1e-15):
         raise ValueError(f"lambert_w0 needs z >= -1/e, got {z.min()!r}")
@@ -1188,9 +1190,7 @@ _EULER_GAMMA = 0.5772156649015329
 
 def harmonic_number(n):
     """``H_n = 1 + 1/2 + ... + 1/n``; exact sums below 64, the asymptotic series above."""
-    n = np.asarray(n, dtype=float)
-    if np.any(n < 1) or np.any(n != np.floor(n)):
-        raise ValueError(f"n must be whole numbers >= 1, got {n.min()!r}")
+    n = check_array("n", n, integer=True, minimum=1)
     small = np.cumsum(1.0 / np.arange(1, 65))
     safe = np.maximum(n, 1.0)
     asym = (np.log(safe) + _EULER_GAMMA + 1 / (2 * safe) - 1 / (12 * safe**2)
@@ -1214,9 +1214,7 @@ def expected_max_normal(n):
     Numerical integration on a fine grid (exact to about 1e-6): 0 for ``n = 1``,
     ``1/sqrt(pi)`` for 2, ``3/(2 sqrt(pi))`` for 3; about ``sqrt(2 ln n)`` for large n.
     """
-    n = np.asarray(n, dtype=float)
-    if np.any(n < 1) or np.any(n != np.floor(n)):
-        raise ValueError(f"n must be whole numbers >= 1, got {n.min()!r}")
+    n = check_array("n", n, integer=True, minimum=1)
     x = np.linspace(-9.0, 9.0, 7201)
     log_cdf = np.log(np.clip(0.5 * np.array([math.erfc(-v / math.sqrt(2)) for v in x]),
                              1e-300, 1.0))

@@ -47,7 +47,7 @@ import numpy as np
 
 from . import catalog, memory
 from .catalog import ModelSpec
-from .checks import check_bool, check_divides, check_int, check_positive
+from .checks import check_array, check_bool, check_divides, check_int, check_positive
 from .data_parallel import ACHIEVED_TFLOPS, Fabric
 
 __all__ = [
@@ -88,7 +88,11 @@ def gelu_derivative(x):
 
 
 def _matrix(name: str, w) -> np.ndarray:
+    if isinstance(w, str | bytes) or np.asarray(w).dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a 2-D matrix of numbers, got {w!r}")
     arr = np.asarray(w, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite numbers (no NaN or inf)")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {arr.shape}")
     return arr
@@ -175,10 +179,7 @@ def tensor_parallel_mlp(x, a, b, t: int, grad_output=None) -> TPMLPResult:
 
 # =========================================================================== traffic
 def _t_array(t):
-    arr = np.asarray(t, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 1) or np.any(arr != np.round(arr)):
-        raise ValueError(f"t must be whole numbers >= 1, got {t!r}")
-    return arr
+    return check_array("t", t, integer=True, minimum=1)
 
 
 def tp_activation_bytes(micro_batch: int, seq_len: int, hidden: int,

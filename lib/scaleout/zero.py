@@ -45,7 +45,7 @@ import numpy as np
 
 from . import catalog, collectives, memory
 from .catalog import GPU, ModelSpec
-from .checks import check_int, check_positive
+from .checks import check_array, check_int, check_positive
 from .data_parallel import Fabric
 
 __all__ = [
@@ -105,9 +105,7 @@ def zero_comm_elements(params, zero_stage: int, dp: int | None = None):
     ``2(N_d−1)/N_d · Ψ``, a reduce-scatter or all-gather ``(N_d−1)/N_d · Ψ``.
     Array-friendly in ``params``.
     """
-    psi = np.asarray(params, dtype=float)
-    if not np.all(np.isfinite(psi)) or np.any(psi <= 0):
-        raise ValueError(f"params must be finite numbers > 0, got {params!r}")
+    psi = check_array("params", params, allow_zero=False)
     ops = stage_collectives(zero_stage)
     if dp is None:
         factor = sum(2.0 if op == "all_reduce" else 1.0 for op, _ in ops)

@@ -203,7 +203,7 @@ def test_data_parallelism_alone_needs_the_whole_model_state_on_every_gpu():
 
 # --------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(("call", "pattern"), [
-    (lambda: D.gradient_bytes(0), r"params must be finite numbers > 0, got 0"),
+    (lambda: D.gradient_bytes(0), r"params must be a finite number > 0, got 0"),
     (lambda: D.gradient_bytes(1e9, "adam"), r"recipe must be one of .*did you mean"),
     (lambda: D.n_buckets(1e9, 0), r"bucket_bytes must be a finite number > 0, got 0"),
     (lambda: D.n_buckets(-1, 1e6), r"grad_bytes must be a finite number > 0"),
