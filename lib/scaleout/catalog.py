@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,12 +56,16 @@ __all__ = [
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
-def _f(unit: str, doc: str, *, allow_zero: bool = False, **kw) -> Any:
+def _f(unit: str, doc: str, *, allow_zero: bool = False, choices: tuple[str, ...] = (),
+       **kw) -> Any:
     """A dataclass field that documents its unit and meaning (read by the loader).
 
-    Numeric fields must be > 0, or >= 0 with ``allow_zero``.
+    Numeric fields must be finite and > 0, or >= 0 with ``allow_zero`` (the
+    elements of a tuple of numbers too); a text field with ``choices`` must be
+    one of them.
     """
-    return field(metadata={"unit": unit, "doc": doc, "allow_zero": allow_zero}, **kw)
+    meta = {"unit": unit, "doc": doc, "allow_zero": allow_zero, "choices": choices}
+    return field(metadata=meta, **kw)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,8 +245,16 @@ def _expected_types(tp) -> tuple[type, ...]:
     return tuple(kinds)
 
 
+def _check_number(label: str, name: str, value, allow_zero: bool) -> None:
+    """A catalog figure must be finite and > 0 (>= 0 with ``allow_zero``): no NaN, no inf."""
+    bound = ">= 0" if allow_zero else "> 0"
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{label}: field {name!r} must be a finite number {bound}, "
+                         f"got {value!r}")
+
+
 def _validate(obj, kind: str) -> None:
-    """Check types and signs of a spec's fields; raise ``ValueError`` naming the field."""
+    """Check types, signs and choices of a spec's fields; raise ``ValueError`` naming the field."""
     label = f"{kind} {getattr(obj, 'name', '?')!r}"
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -256,14 +269,45 @@ def _validate(obj, kind: str) -> None:
             raise ValueError(
                 f"{label}: field {f.name!r} must be {' or '.join(names)}, got {value!r}"
             )
+        allow_zero = bool(f.metadata.get("allow_zero"))
         if isinstance(value, _NUMERIC) and not isinstance(value, bool):
-            if value < 0 or (value == 0 and not f.metadata.get("allow_zero")):
-                bound = ">= 0" if f.metadata.get("allow_zero") else "> 0"
-                raise ValueError(f"{label}: field {f.name!r} must be {bound}, got {value!r}")
+            _check_number(label, f.name, value, allow_zero)
+        if isinstance(value, tuple | list):
+            _validate_items(label, f, value)
+        if isinstance(value, dict):
+            bad = [(k, v) for k, v in value.items()
+                   if not isinstance(k, str) or not isinstance(v, str) or not v.strip()]
+            if bad:
+                raise ValueError(f"{label}: field {f.name!r} must map field names to non-empty "
+                                 f"text, got {bad[0][0]!r} = {bad[0][1]!r}")
+        choices = f.metadata.get("choices")
+        if choices and value not in choices:
+            near = close_matches(str(value), choices)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"{label}: field {f.name!r} must be one of "
+                             f"{', '.join(map(repr, choices))}; got {value!r}{hint}")
         if f.name in ("name", "source") and not str(value).strip():
             raise ValueError(f"{label}: field {f.name!r} must not be empty")
     if isinstance(obj.aliases, list):
         object.__setattr__(obj, "aliases", tuple(obj.aliases))
+
+
+def _validate_items(label: str, f: dataclasses.Field, items) -> None:
+    """The elements of a list field: text (aliases) or numbers (ports, speeds), as declared."""
+    text = str(f.type)
+    if "str" in text:
+        for item in items:
+            if not isinstance(item, str) or not item.strip():
+                raise ValueError(f"{label}: field {f.name!r} must be a list of non-empty "
+                                 f"strings, got {list(items)!r}")
+        return
+    kinds = (int,) if "int" in text and "float" not in text else _NUMERIC
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, kinds):
+            noun = "whole numbers" if kinds == (int,) else "numbers"
+            raise ValueError(f"{label}: field {f.name!r} must be a list of {noun}, "
+                             f"got {list(items)!r}")
+        _check_number(label, f.name, item, bool(f.metadata.get("allow_zero")))
 
 
 def read_toml(path: Path | str, what: str = "catalog") -> dict[str, Any]:
@@ -315,6 +359,7 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     }
     out: dict[str, Any] = {}
+    taken: dict[str, str] = {}  # normalised name or alias -> the entry it finds
     for i, entry in enumerate(entries, start=1):
         where = f"{path.name}: [[{table}]] entry {i} ({entry.get('name', '<no name>')!r})"
         check_fields(entry, known, required, where)
@@ -324,12 +369,20 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
             if not isinstance(src, str) or not src.strip():
                 raise ValueError(f"{where}: sources.{key} must be a non-empty string")
         try:
-            obj = cls(**{k: tuple(v) if k == "aliases" else v for k, v in entry.items()})
+            obj = cls(**{k: tuple(v) if k == "aliases" and isinstance(v, list) else v
+                         for k, v in entry.items()})
         except ValueError as exc:
             detail = str(exc).split(": ", 1)[-1]
             raise ValueError(f"{where}: {detail}") from None
         if obj.name in out:
             raise ValueError(f"{where}: duplicate name {obj.name!r}")
+        for alias in (obj.name, *obj.aliases):
+            owner = taken.get(_norm(alias))
+            if owner is not None and owner != obj.name:
+                field_name = "name" if alias == obj.name else "aliases"
+                raise ValueError(f"{where}: field {field_name!r}: {alias!r} is already a name "
+                                 f"or alias of entry {owner!r}; a lookup would be ambiguous")
+            taken[_norm(alias)] = obj.name
         out[obj.name] = obj
     return out
 
@@ -337,7 +390,15 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
 # --------------------------------------------------------------------------- lookups
 @functools.cache
 def _gpus() -> dict[str, GPU]:
-    return load_entries(DATA_DIR / "gpus.toml", "gpu", GPU)
+    found = load_entries(DATA_DIR / "gpus.toml", "gpu", GPU)
+    links_ = _links()
+    for i, g in enumerate(found.values(), start=1):
+        if g.scaleout_link is not None and g.scaleout_link not in links_:
+            near = close_matches(g.scaleout_link, links_)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"gpus.toml: [[gpu]] entry {i} ({g.name!r}): field 'scaleout_link' "
+                             f"names {g.scaleout_link!r}, which is not in links.toml{hint}")
+    return found
 
 
 @functools.cache
@@ -360,24 +421,37 @@ def _systems() -> dict[str, System]:
 
 
 def _norm(text: str) -> str:
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+    """A name as lookups compare it: case and runs of whitespace ignored, nothing else.
+
+    Dots, dashes and slashes stay significant: ``"megatron-17b"`` is not
+    ``"megatron-1.7b"``, and ``"400GbE"`` is not ``"4.00GbE"``.
+    """
+    return " ".join(text.split()).casefold()
 
 
-def _lookup(kind: str, table: dict, key):
+def _lookup(kind: str, table: dict, key, param: str | None = None):
+    """The entry whose name or alias is ``key`` (see :func:`_norm`); else close matches.
+
+    ``param`` is the caller's parameter, named in the message when it is not ``kind``
+    (``inter: link 'x' is not in the catalog``).
+    """
+    lead = f"{param}: " if param and param != kind else ""
+    if not isinstance(key, str):
+        raise ValueError(f"{lead}{kind} must be a catalog name (text), got {key!r}")
     index: dict[str, str] = {}
     for name, obj in table.items():
         for alias in (name, *obj.aliases):
             index.setdefault(_norm(alias), name)
-    hit = index.get(_norm(str(key)))
+    hit = index.get(_norm(key))
     if hit is not None:
         return table[hit]
     choices = [alias for obj in table.values() for alias in (obj.name, *obj.aliases)]
     near = close_matches(str(key), choices)
     hint = f"did you mean {' or '.join(map(repr, near))}?" if near else f"known: {', '.join(table)}"
-    raise ValueError(f"{kind} {key!r} is not in the catalog; {hint}")
+    raise ValueError(f"{lead}{kind} {key!r} is not in the catalog; {hint}")
 
 
-def gpu(spec: str | GPU | dict) -> GPU:
+def gpu(spec: str | GPU | dict, *, param: str | None = None) -> GPU:
     """A GPU by catalog name or alias (``"H100"``, ``"a100-80gb"``), or a user-defined one.
 
     Parameters
@@ -394,25 +468,28 @@ def gpu(spec: str | GPU | dict) -> GPU:
         return spec
     if isinstance(spec, dict):
         return GPU(**{"source": "user-defined", **spec})
-    return _lookup("gpu", _gpus(), spec)
+    return _lookup("gpu", _gpus(), spec, param)
 
 
-def model(spec: str | ModelSpec | dict) -> ModelSpec:
-    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or user-defined."""
+def model(spec: str | ModelSpec | dict, *, param: str | None = None) -> ModelSpec:
+    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or user-defined.
+
+    ``param`` (here and in the other lookups): the caller's parameter name, for messages.
+    """
     if isinstance(spec, ModelSpec):
         return spec
     if isinstance(spec, dict):
         return ModelSpec(**{"source": "user-defined", "name": "custom", **spec})
-    return _lookup("model", _models(), spec)
+    return _lookup("model", _models(), spec, param)
 
 
-def link(spec: str | Link | dict) -> Link:
+def link(spec: str | Link | dict, *, param: str | None = None) -> Link:
     """A link or network port (``"NVLink 4"``, ``"InfiniBand NDR"``, ``"TCP 100GbE"``)."""
     if isinstance(spec, Link):
         return spec
     if isinstance(spec, dict):
         return Link(**{"source": "user-defined", "name": "custom", "year": 2025, **spec})
-    return _lookup("link", _links(), spec)
+    return _lookup("link", _links(), spec, param)
 
 
 def links() -> list[Link]:

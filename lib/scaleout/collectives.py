@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import catalog, units
-from .checks import check_choice, check_int, check_positive
+from .checks import MAX_QUANTITY, check_array, check_choice, check_int, check_positive
 
 __all__ = [
     "ALGORITHMS",
@@ -86,7 +86,9 @@ class AlphaBeta:
 
     def __post_init__(self) -> None:
         check_positive("latency_s", self.latency_s, allow_zero=True)
-        check_positive("bandwidth_bytes_s", self.bandwidth_bytes_s)
+        # up to MAX_QUANTITY, not a physical bound: 1e30 B/s stands for "no bandwidth term"
+        # in a what-if (a latency-only link)
+        check_positive("bandwidth_bytes_s", self.bandwidth_bytes_s, maximum=MAX_QUANTITY)
 
     @property
     def beta_s_per_byte(self) -> float:
@@ -94,24 +96,22 @@ class AlphaBeta:
         return 1.0 / self.bandwidth_bytes_s
 
 
-def _sizes(size_bytes):
-    arr = np.asarray(size_bytes, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"size_bytes must be finite numbers >= 0, got {size_bytes!r}")
-    return arr
+def _sizes(size_bytes, name: str = "size_bytes"):
+    """Message sizes as a float array (finite, >= 0, at most :data:`scaleout.checks.MAX_BYTES`)."""
+    return check_array(name, size_bytes)
 
 
-def _link(link) -> AlphaBeta:
+def _link(link, name: str = "link") -> AlphaBeta:
     if isinstance(link, AlphaBeta):
         return link
     if isinstance(link, str):
-        link = catalog.link(link)
+        link = catalog.link(link, param=name)
     # catalog links (scaleout.catalog.Link) and anything with the two figures
     try:
         return AlphaBeta(link.latency_s, link.bandwidth_bytes_s)
     except AttributeError:
         raise ValueError(
-            f"link must be a catalog link name, a catalog Link or an AlphaBeta, got {link!r}"
+            f"{name} must be a catalog link name, a catalog Link or an AlphaBeta, got {link!r}"
         ) from None
 
 
@@ -140,8 +140,8 @@ def busbw_factor(op: str, n: int) -> float:
 
 
 def algbw(size_bytes, time_s):
-    """Algorithm bandwidth S / t in bytes per second (NCCL-tests)."""
-    return _out(_sizes(size_bytes) / np.asarray(time_s, dtype=float))
+    """Algorithm bandwidth S / t in bytes per second (NCCL-tests); ``time_s`` must be > 0."""
+    return _out(_sizes(size_bytes) / check_array("time_s", time_s, allow_zero=False))
 
 
 def busbw(size_bytes, time_s, op: str, n: int):
@@ -280,6 +280,7 @@ def hierarchical_all_reduce_time(
     """
     n_nodes = check_int("n_nodes", n_nodes)
     g = check_int("gpus_per_node", gpus_per_node)
+    intra, inter = _link(intra, "intra"), _link(inter, "inter")
     S = _sizes(size_bytes)
     t = collective_time("reduce_scatter", S, g, intra) if g > 1 else 0.0
     t = t + collective_time("all_reduce", S / g, n_nodes, inter, inter_algorithm)

@@ -42,7 +42,17 @@ import numpy as np
 
 from . import catalog, collectives, compute, memory
 from .catalog import Link, ModelSpec
-from .checks import check_choice, check_divides, check_int, check_positive
+from .checks import (
+    MAX_TOKENS,
+    MAX_WORK,
+    check_array,
+    check_bool,
+    check_choice,
+    check_divides,
+    check_int,
+    check_positive,
+    check_work,
+)
 from .collectives import AlphaBeta
 from .units import MIB
 
@@ -84,7 +94,7 @@ def _resolve_link(name: str, value) -> Link | AlphaBeta:
     if isinstance(value, AlphaBeta | Link):
         return value
     if isinstance(value, str | dict):
-        return catalog.link(value)
+        return catalog.link(value, param=name)
     raise ValueError(
         f"{name} must be a catalog link name, a catalog Link or an AlphaBeta, got {value!r}"
     )
@@ -141,21 +151,22 @@ class Fabric:
         """Whether a group of ``n`` GPUs spans more than one node."""
         return check_int("n", n) > self.gpus_per_node
 
-    def time(self, op: str, size_bytes, n: int):
+    def time(self, op: str, size_bytes, n: int, *, name: str = "n"):
         """Seconds for one collective of ``size_bytes`` over ``n`` GPUs of this fabric.
 
         ``op`` is ``"all_reduce"``, ``"reduce_scatter"`` or ``"all_gather"`` with
         sizes as :mod:`scaleout.collectives` takes them (the full buffer; the
         gathered output for all-gather). Array-friendly in ``size_bytes``.
         A group larger than a node must fill whole nodes: ``gpus_per_node``
-        must divide ``n``.
+        must divide ``n``. ``name`` is the caller's name for ``n`` (``"n_gpus"``, ``"dp"``),
+        used in messages.
         """
         op = check_choice("op", op, _FABRIC_OPS)
-        n = check_int("n", n)
+        n = check_int(name, n)
         g = self.gpus_per_node
         if n <= g:
             return collectives.collective_time(op, size_bytes, n, self.intra)
-        check_divides("gpus_per_node", g, "n (GPUs in the group)", n)
+        check_divides("gpus_per_node", g, f"{name} (GPUs in the group)", n)
         if not self.hierarchical:
             return collectives.collective_time(op, size_bytes, n, self.inter,
                                                self.inter_algorithm)
@@ -180,9 +191,7 @@ def gradient_bytes(params, recipe: str | memory.PrecisionRecipe = "mixed-adam"):
     2 bytes each (ZeRO Sec. 3.1); Megatron-LM's bf16 recipe reduces fp32
     gradients, 4 bytes (:data:`scaleout.memory.RECIPES`). Array-friendly.
     """
-    p = np.asarray(params, dtype=float)
-    if not np.all(np.isfinite(p)) or np.any(p <= 0):
-        raise ValueError(f"params must be finite numbers > 0, got {params!r}")
+    p = check_array("params", params, allow_zero=False)
     out = p * memory.get_recipe(recipe).grad_bytes
     return float(out) if out.ndim == 0 else out
 
@@ -196,17 +205,15 @@ def gradient_all_reduce_time(grad_bytes, n_gpus: int, fabric: Fabric | None = No
     ``2(n−1)/n`` of the gradients per GPU: almost twice the gradients whatever
     ``n`` is, while its latency term ``2(n−1)α`` grows with ``n``.
     """
-    return (fabric or Fabric()).time("all_reduce", grad_bytes, n_gpus)
+    grad_bytes = check_array("grad_bytes", grad_bytes)
+    out = (fabric or Fabric()).time("all_reduce", grad_bytes, n_gpus, name="n_gpus")
+    return float(out) if np.ndim(out) == 0 else out
 
 
 # =========================================================================== buckets
 def _grad_and_bucket(grad_bytes, bucket_bytes):
-    G = np.asarray(grad_bytes, dtype=float)
-    B = np.asarray(bucket_bytes, dtype=float)
-    if not np.all(np.isfinite(G)) or np.any(G <= 0):
-        raise ValueError(f"grad_bytes must be finite numbers > 0, got {grad_bytes!r}")
-    if not np.all(np.isfinite(B)) or np.any(B <= 0):
-        raise ValueError(f"bucket_bytes must be finite numbers > 0, got {bucket_bytes!r}")
+    G = check_array("grad_bytes", grad_bytes, allow_zero=False)
+    B = check_array("bucket_bytes", bucket_bytes, allow_zero=False)
     B = np.minimum(B, G)  # a bucket larger than the gradients holds them all
     return G, B
 
@@ -228,10 +235,11 @@ def _bucket_parts(grad_bytes, bucket_bytes, n_gpus, fabric):
     last = G - (k - 1) * B
     f = fabric or Fabric()
     if np.ndim(k) == 0:
-        full_s, last_s = np.asarray(f.time("all_reduce", np.array([B, last]), n_gpus))
+        full_s, last_s = np.asarray(f.time("all_reduce", np.array([B, last]), n_gpus,
+                                           name="n_gpus"))
     else:
-        full_s = np.asarray(f.time("all_reduce", B, n_gpus))
-        last_s = np.asarray(f.time("all_reduce", last, n_gpus))
+        full_s = np.asarray(f.time("all_reduce", B, n_gpus, name="n_gpus"))
+        last_s = np.asarray(f.time("all_reduce", last, n_gpus, name="n_gpus"))
     return k, full_s, last_s, B
 
 
@@ -279,9 +287,8 @@ def exposed_comm_time(grad_bytes, bucket_bytes, backward_s, n_gpus: int,
     ``backward_s``; :func:`bucket_timeline` simulates the same schedule bucket
     by bucket.
     """
-    back = np.asarray(backward_s, dtype=float)
-    if not np.all(np.isfinite(back)) or np.any(back < 0):
-        raise ValueError(f"backward_s must be finite numbers >= 0, got {backward_s!r}")
+    check_bool("overlap", overlap)
+    back = check_array("backward_s", backward_s)
     k, full, last, B = _bucket_parts(grad_bytes, bucket_bytes, n_gpus, fabric)
     delta = back * B / np.asarray(grad_bytes, dtype=float)
     _, out = _schedule(k, full, last, back, delta, overlap)
@@ -322,13 +329,17 @@ def bucket_timeline(grad_bytes: float, bucket_bytes: float, backward_s: float, n
     in PyTorch DDP; Li et al. 2020, Sec. 3.2.3); without overlap no bucket
     starts before ``backward_s``.
     """
+    check_bool("overlap", overlap)
     G = check_positive("grad_bytes", grad_bytes)
     B = min(check_positive("bucket_bytes", bucket_bytes), G)
     back = check_positive("backward_s", backward_s, allow_zero=True)
     k = n_buckets(G, B)
+    check_work(f"a timeline of {k:,} buckets (grad_bytes / bucket_bytes)", k,
+               "use larger buckets", limit=MAX_WORK // 100)
     sizes = np.full(k, B)
     sizes[-1] = G - (k - 1) * B
-    comm = np.asarray((fabric or Fabric()).time("all_reduce", sizes, n_gpus), dtype=float)
+    comm = np.asarray((fabric or Fabric()).time("all_reduce", sizes, n_gpus, name="n_gpus"),
+                      dtype=float)
     ready = back * np.cumsum(sizes) / G
     ready[-1] = back
     start, end = np.empty(k), np.empty(k)
@@ -353,9 +364,7 @@ def compute_time(model: str | ModelSpec, tokens_per_gpu, achieved_tflops: float 
     """
     rate = check_positive("achieved_tflops", achieved_tflops) * 1e12
     mp = check_int("model_parallel", model_parallel)
-    tokens = np.asarray(tokens_per_gpu, dtype=float)
-    if not np.all(np.isfinite(tokens)) or np.any(tokens <= 0):
-        raise ValueError(f"tokens_per_gpu must be finite numbers > 0, got {tokens_per_gpu!r}")
+    tokens = check_array("tokens_per_gpu", tokens_per_gpu, allow_zero=False, maximum=MAX_TOKENS)
     out = compute.flops_per_token(model, seq_len) * tokens / mp / rate
     return float(out) if out.ndim == 0 else out
 
@@ -433,6 +442,7 @@ def dp_step(
 
     Weak scaling: ``batch_per_gpu`` stays fixed as ``n_gpus`` grows.
     """
+    check_bool("overlap", overlap)
     n_gpus = check_int("n_gpus", n_gpus)
     _, grads, comp = _step_parts(model, batch_per_gpu, seq_len, achieved_tflops, recipe, tp, pp)
     back = comp * BACKWARD_FRACTION
@@ -460,9 +470,12 @@ def weak_scaling(
     Keys: ``n_gpus``, ``efficiency``, ``effective_gpus`` (``n × efficiency``),
     ``step_s``, ``exposed_comm_s``, ``comm_s``, ``compute_s``.
     """
+    check_bool("overlap", overlap)
     _, grads, comp = _step_parts(model, batch_per_gpu, seq_len, achieved_tflops, recipe, tp, pp)
     back = comp * BACKWARD_FRACTION
     fab = fabric or Fabric()
+    if isinstance(n_gpus, str | bytes) or np.ndim(n_gpus) != 1 or len(n_gpus) == 0:
+        raise ValueError(f"n_gpus must be a non-empty list of GPU counts, got {n_gpus!r}")
     ns = np.array([check_int("n_gpus", n) for n in n_gpus])
     parts = np.array([_comm(grads, bucket_bytes, back, int(n), fab, overlap)[1:] for n in ns])
     comm, exposed = parts[:, 0], parts[:, 1]

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import catalog
 from .catalog import GPU, ModelSpec
-from .checks import check_choice, check_divides, check_int, check_positive
+from .checks import check_bool, check_choice, check_divides, check_int, check_positive
 from .units import GIB
 
 __all__ = [
@@ -338,6 +338,8 @@ def activation_bytes_per_layer(
     Grouped-query attention and gated MLPs are included as described in
     :func:`_activation_per_layer`.
     """
+    check_bool("sp", sp)
+    check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     micro_batch = check_int("micro_batch", micro_batch)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
@@ -391,6 +393,8 @@ def activation_bytes(
     al. Sec. 4.2.3, so the first stage stores ``L`` layers' worth in total);
     :func:`training_memory` applies that factor.
     """
+    check_bool("sp", sp)
+    check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     pp = check_int("pp", pp)
     check_divides("pp", pp, "n_layers", m.n_layers)
@@ -517,6 +521,8 @@ def training_memory(
     in_flight
         Micro-batches whose activations are held at once (default ``pp``).
     """
+    check_bool("sp", sp)
+    check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     g = catalog.gpu(gpu) if gpu is not None else None
     tp = check_int("tp", tp)

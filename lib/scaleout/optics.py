@@ -38,7 +38,7 @@ import numpy as np
 
 from . import units
 from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
-from .checks import check_choice, check_int, check_positive
+from .checks import check_array, check_bool, check_choice, check_int, check_positive
 
 __all__ = [
     "CHOICES",
@@ -409,6 +409,7 @@ def choose(length_m: float, gbps: float, choice: str = "auto", *, lane_gbps: int
     ValueError
         When nothing at that speed (and lane rate) reaches ``length_m``.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     if copper:
         wires = candidates(length_m, gbps, lane_gbps=lane_gbps, technology=COPPER)
@@ -441,10 +442,8 @@ def lanes_needed(gbps, lane_gbps: int):
     of 224G. Works on arrays.
     """
     check_choice("lane_gbps", lane_gbps, tuple(LANE_DATA_GBPS))
-    gbps = np.asarray(gbps, dtype=float)
-    if not np.all(np.isfinite(gbps)) or np.any(gbps <= 0):
-        raise ValueError(f"gbps must be finite numbers > 0, got {gbps.tolist()!r}")
-    out = np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9).astype(int)
+    gbps = check_array("gbps", gbps, allow_zero=False)
+    out = np.maximum(1, np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9)).astype(np.int64)
     return int(out) if out.ndim == 0 else out
 
 
@@ -633,6 +632,7 @@ def fabric_bill(groups: Iterable[LinkGroupLike], choice: str = "auto", *,
     lane_gbps
         Restrict to 112G or 224G lanes.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
     picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
@@ -682,14 +682,13 @@ def sweep_bill(groups: Sequence[LinkGroupLike], counts, choice: str = "auto", *,
     counts
         Links per group for each size: shape ``(n_sizes, len(groups))``.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
-    counts = np.asarray(counts, dtype=float)
+    counts = check_array("counts", counts, integer=True, allow_empty=True)
     if counts.ndim != 2 or counts.shape[1] != len(shapes):
         raise ValueError(f"counts must have shape (n_sizes, {len(shapes)}) for {len(shapes)} "
                          f"groups, got {counts.shape}")
-    if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts != np.round(counts)):
-        raise ValueError("counts must be whole numbers >= 0")
     picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
               for _name, _count, length, gbps in shapes]
     q = _quantities(counts.astype(np.int64), [m for m, _ in picked],
@@ -709,6 +708,7 @@ def sweep_link_groups(group_sets: Sequence[Iterable[LinkGroupLike]], choice: str
     missing at some size (a tier that small fabrics lack) counts 0 links there. Groups of
     one name must share length and speed.
     """
+    check_bool("copper", copper)
     sets = [list(gs) for gs in group_sets]
     shapes: dict[str, LinkGroupLike] = {}
     for i, gs in enumerate(sets):

@@ -64,7 +64,6 @@ Taught in ``notebooks/08_3d_parallelism_planner.ipynb``.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +72,7 @@ import numpy as np
 
 from . import catalog, collectives, compute, memory, pipeline, zero
 from .catalog import GPU, ModelSpec
-from .checks import check_choice, check_int, check_positive, check_range
+from .checks import check_bool, check_choice, check_int, check_positive, check_range, divisors
 from .collectives import AlphaBeta
 from .data_parallel import Fabric
 from .units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -184,6 +183,8 @@ class Plan:
         object.__setattr__(self, "zero_stage",
                            check_int("zero_stage", self.zero_stage, minimum=0, maximum=3))
         check_choice("recompute", self.recompute, memory.RECOMPUTE_MODES)
+        check_bool("sp", self.sp)
+        check_bool("flash_attention", self.flash_attention)
         if self.seq_len is not None:
             object.__setattr__(self, "seq_len", check_int("seq_len", self.seq_len))
         per_replica = self.dp * self.micro_batch
@@ -325,7 +326,8 @@ def _kernel(ctx: _Context, tp, pp, dp, b, v, zero_stage, sp, rc, flash, uneven=F
     the :data:`MEMORY_PARTS`, ``memory``, ``capacity``, the :data:`STEP_PARTS` (seconds,
     summing to ``step_s``), ``step_s``, ``m`` and ``stage_layers``.
     """
-    m_, g, cal, s = ctx.model, ctx.gpu, ctx.calibration, ctx.seq_len
+    m_, g, cal = ctx.model, ctx.gpu, ctx.calibration
+    s = float(ctx.seq_len)  # products such as 5 a s^2 b stay in floating point (no int64 wrap)
     tp, pp, dp, b, v, zero_stage, rc = (np.asarray(x) for x in (tp, pp, dp, b, v, zero_stage, rc))
     sp, flash = np.asarray(sp, dtype=bool), np.asarray(flash, dtype=bool)
     l, h, a = m_.n_layers, m_.hidden, m_.n_heads
@@ -588,6 +590,8 @@ def evaluate(
         Relax the validity rules (see the module docstring).
     """
     m = catalog.model(model)
+    check_bool("uneven_layers", uneven_layers)
+    check_bool("allow_tp_across_nodes", allow_tp_across_nodes)
     net = network if network is not None else default_network(gpu)
     ctx = _context(m, gpu, net, calibration, recipe, plan.seq_len, plan.global_batch)
     _check_plan(m, plan, net, uneven_layers, allow_tp_across_nodes)
@@ -624,8 +628,7 @@ class NoPlanError(ValueError):
 
 
 def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    return divisors(n)
 
 
 @dataclass(frozen=True)
@@ -836,6 +839,11 @@ def search(
     g = catalog.gpu(gpu)
     n = check_int("n_gpus", n_gpus)
     B = check_int("global_batch", global_batch)
+    if tokens is not None:
+        tokens = check_positive("tokens", tokens)
+    for flag, value in (("flash_attention", flash_attention), ("uneven_layers", uneven_layers),
+                        ("allow_tp_across_nodes", allow_tp_across_nodes)):
+        check_bool(flag, value)
     if network is None:
         network = default_network(g, gpus_per_node)
     elif gpus_per_node is not None and gpus_per_node != network.gpus_per_node:
@@ -843,7 +851,7 @@ def search(
                          f"{network.gpus_per_node}; give one of them")
     zs = sorted({check_int("zero_stages", z, minimum=0, maximum=3) for z in zero_stages})
     rcs = [check_choice("recompute", r, memory.RECOMPUTE_MODES) for r in recompute]
-    sps = sorted({bool(x) for x in sequence_parallel})
+    sps = sorted({check_bool("sequence_parallel", x) for x in sequence_parallel})
     if not zs or not rcs or not sps:
         raise ValueError("zero_stages, recompute and sequence_parallel must each offer at "
                          "least one option")
@@ -898,8 +906,8 @@ def _no_layout_message(m: ModelSpec, n: int, B: int, gpn: int, why: dict[str, in
     if why["pp"]:
         reasons.append(f"pipeline sizes must divide the {m.n_layers} layers")
     if why["batch"]:
-        reasons.append(f"the data-parallel size n/(tp·pp) must divide the global batch {B}")
-    return (f"no layout of {n:,} GPUs is valid for {m.name} with global batch {B}: "
+        reasons.append(f"the data-parallel size n/(tp·pp) must divide global_batch={B}")
+    return (f"no layout of n_gpus={n:,} is valid for {m.name} with global_batch={B}: "
             + "; ".join(reasons) + ". Try a GPU count with more small factors (a multiple of "
             f"{gpn}) or a global batch divisible by it.")
 

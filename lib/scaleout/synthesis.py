@@ -38,7 +38,13 @@ import numpy as np
 
 from . import catalog, collectives, fabric, optics, plan, reliability, units
 from .catalog import DATA_DIR, GPU, Link, ModelSpec, _Entry, _f, _lookup, load_entries
-from .checks import check_choice, check_int, check_positive
+from .checks import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "DEFAULT_SEMANTICS_LINKS",
@@ -340,9 +346,7 @@ def scaleup_optics(spec: str | ScaleupDomain, choice: str = "lpo", *, link_gbps:
 def fibre_delay_s(distance_m, ns_per_m: float = fabric.FIBRE_NS_PER_M):
     """One-way propagation delay over ``distance_m`` of fibre, seconds (about 4.9 ns per metre:
     :data:`scaleout.fabric.FIBRE_NS_PER_M`). Array-friendly."""
-    d = np.asarray(distance_m, dtype=float)
-    if not np.all(np.isfinite(d)) or np.any(d < 0):
-        raise ValueError(f"distance_m must be finite numbers >= 0, got {distance_m!r}")
+    d = check_array("distance_m", distance_m)
     out = units.ns_to_seconds(d * check_positive("ns_per_m", ns_per_m))
     return float(out) if np.ndim(out) == 0 else out
 
@@ -447,11 +451,12 @@ class DomainComparison:
         return self.option(smaller).step_s / self.option(larger).step_s
 
 
-def _domain_size(value) -> int:
-    """A domain size from an int or a catalog domain name (its accelerators)."""
+def _domain_size(value, name: str = "domain_sizes") -> int:
+    """A domain size from an int or a catalog domain name (its accelerators); ``name`` is the
+    caller's parameter, for messages."""
     if isinstance(value, str):
-        return scaleup_domain(value).accelerators
-    return check_int("domain size", value)
+        return _lookup("scale-up domain", _domains(), value, name).accelerators
+    return check_int(name, value)
 
 
 def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_batch: int,
@@ -494,6 +499,7 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
         An unknown model or GPU, an empty cluster, no domain size; a
         :class:`scaleout.plan.NoPlanError` (a ``ValueError``) when no size has a plan.
     """
+    check_bool("nested", nested)
     m = catalog.model(model)
     g = catalog.gpu(gpu)
     n = check_int("n_gpus", n_gpus)
@@ -608,6 +614,7 @@ def scaleout_fabric(n_gpus: int, link: str | Link, *, switch: str | None = None,
     favours DSP modules' reach and standard interoperability) at the cable lengths of
     ``lengths_m`` (:data:`scaleout.fabric.DEFAULT_LENGTHS_M` by default).
     """
+    check_bool("copper", copper)
     n = check_int("n_gpus", n_gpus)
     port = catalog.link(link)
     if port.scope != "scale-out":
@@ -626,7 +633,9 @@ def scaleout_fabric(n_gpus: int, link: str | Link, *, switch: str | None = None,
         check_choice("lengths_m key", unknown[0], fabric.LINK_TYPES)
     groups = design.link_groups(lengths["endpoint-leaf"], lengths["leaf-spine"],
                                 lengths["spine-core"])
-    bill = optics.fabric_bill(groups, optics_choice, lane_gbps=lane_gbps, copper=copper)
+    choice = check_choice("optics_choice", optics_choice.lower() if isinstance(optics_choice, str)
+                          else optics_choice, optics.CHOICES)
+    bill = optics.fabric_bill(groups, choice, lane_gbps=lane_gbps, copper=copper)
     alpha = fabric.fabric_alpha(port, design, lengths_m=lengths)
     return FabricPlan(port.name, nic, chip.name, design, bill, alpha.latency_s * 1e6)
 
@@ -692,6 +701,9 @@ def reliability_at(model: str | ModelSpec | float, n_gpus: int, *,
       and that goodput (:func:`scaleout.reliability.goodput`, Daly 2006).
     """
     n = check_int("n_gpus", n_gpus)
+    gpus_per_server = check_int("gpus_per_server", gpus_per_server)
+    reliability._params(model, "model")  # checked here so that messages name this parameter
+    reliability._as_study_list(study, "study")
     storage = (default_storage_gbytes_s(n) if storage_gbytes_s is None
                else check_positive("storage_gbytes_s", storage_gbytes_s))
     ckpt = reliability.checkpoint_plan(model, n, storage_gbytes_s=storage, tp=tp, pp=pp)
@@ -801,7 +813,7 @@ def cluster_plan(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_bat
     """
     g = catalog.gpu(gpu)
     chosen_size = _domain_size(gpus_per_node if gpus_per_node is not None
-                               else g.scaleup_domain_gpus)
+                               else g.scaleup_domain_gpus, "gpus_per_node")
     tokens = check_positive("tokens", tokens)
     sizes = {chosen_size, *(_domain_size(d) for d in (domain_sizes or ()))}
     domains = compare_domains(model, g, n_gpus, global_batch, sizes, tokens=tokens,

@@ -45,7 +45,7 @@ import numpy as np
 
 from . import catalog, collectives, memory
 from .catalog import GPU, ModelSpec
-from .checks import check_choice, check_int, check_positive
+from .checks import check_array, check_choice, check_int, check_positive
 from .data_parallel import Fabric
 
 __all__ = [
@@ -108,9 +108,7 @@ def zero_comm_elements(params, zero_stage: int, dp: int | None = None):
     ``2(N_d−1)/N_d · Ψ``, a reduce-scatter or all-gather ``(N_d−1)/N_d · Ψ``.
     Array-friendly in ``params``.
     """
-    psi = np.asarray(params, dtype=float)
-    if not np.all(np.isfinite(psi)) or np.any(psi <= 0):
-        raise ValueError(f"params must be finite numbers > 0, got {params!r}")
+    psi = check_array("params", params, allow_zero=False)
     ops = stage_collectives(zero_stage)
     if dp is None:
         factor = sum(2.0 if op == "all_reduce" else 1.0 for op, _ in ops)
@@ -168,7 +166,7 @@ def zero_comm(params: float, zero_stage: int, dp: int, fabric: Fabric | None = N
     parts, sent = {}, 0.0
     for op, what in stage_collectives(stage):
         size = psi * (r.grad_bytes if what == "gradients" else r.weight_bytes)
-        parts[f"{op.replace('_', '-')} ({what})"] = float(fab.time(op, size, dp))
+        parts[f"{op.replace('_', '-')} ({what})"] = float(fab.time(op, size, dp, name="dp"))
         sent += collectives.lower_bound_bytes(op, size, dp)
     return ZeroComm(stage, dp, parts, float(sent))
 

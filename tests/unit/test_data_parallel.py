@@ -203,12 +203,12 @@ def test_data_parallelism_alone_needs_the_whole_model_state_on_every_gpu():
 
 # --------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(("call", "pattern"), [
-    (lambda: D.gradient_bytes(0), r"params must be finite numbers > 0, got 0"),
+    (lambda: D.gradient_bytes(0), r"params must be a finite number > 0, got 0"),
     (lambda: D.gradient_bytes(1e9, "adam"), r"recipe must be one of .*did you mean"),
-    (lambda: D.n_buckets(1e9, 0), r"bucket_bytes must be finite numbers > 0, got 0"),
-    (lambda: D.n_buckets(-1, 1e6), r"grad_bytes must be finite numbers > 0"),
-    (lambda: D.exposed_comm_time(1e9, 1e6, -1, 8), r"backward_s must be finite numbers >= 0"),
-    (lambda: D.bucket_timeline(1e9, 1e6, 0.1, 0), r"n must be a whole number >= 1, got 0"),
+    (lambda: D.n_buckets(1e9, 0), r"bucket_bytes must be a finite number > 0, got 0"),
+    (lambda: D.n_buckets(-1, 1e6), r"grad_bytes must be a finite number > 0"),
+    (lambda: D.exposed_comm_time(1e9, 1e6, -1, 8), r"backward_s must be a finite number >= 0"),
+    (lambda: D.bucket_timeline(1e9, 1e6, 0.1, 0), r"n_gpus must be a whole number >= 1, got 0"),
     (lambda: D.dp_step("gpt2-1.5b", 0), r"n_gpus must be a whole number >= 1, got 0"),
     (lambda: D.dp_step("gpt2-1.5b", 8, batch_per_gpu=0), r"batch_per_gpu must be a whole"),
     (lambda: D.dp_step("gpt-9", 8), r"model 'gpt-9' is not in the catalog"),

@@ -151,7 +151,7 @@ def test_a_bigger_nvlink_domain_keeps_tp_on_nvlink():
     (lambda: T.split_rows(B, 0), r"t must be a whole number >= 1, got 0"),
     (lambda: T.split_columns(np.ones(4), 2), r"w must be a 2-D matrix, got shape \(4,\)"),
     (lambda: T.tensor_parallel_mlp(X, B, A, 2), r"shapes do not chain"),
-    (lambda: T.tp_traffic_elements_per_layer(1, 2048, 4096, 0), r"t must be whole numbers >= 1"),
+    (lambda: T.tp_traffic_elements_per_layer(1, 2048, 4096, 0), r"t must be a whole number >= 1"),
     (lambda: T.tp_traffic_elements_per_layer(0, 2048, 4096, 2), r"micro_batch must be a whole"),
     (lambda: T.tp_traffic_bytes_per_layer(1, 2048, 4096, 2, 0), r"bytes_per_element must be"),
     (lambda: T.tp_layer("gpt3-175b", 0), r"t must be a whole number >= 1, got 0"),

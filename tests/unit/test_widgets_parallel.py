@@ -64,7 +64,7 @@ def test_dp_unknown_link_name_is_reported():
     explorer = DataParallelExplorer()
     explorer.controls["link"].options = [*explorer.controls["link"].options, "Carrier pigeon"]
     explorer.controls["link"].value = "Carrier pigeon"
-    assert explorer.error.startswith("link 'Carrier pigeon' is not in the catalog")
+    assert explorer.error.startswith("inter: link 'Carrier pigeon' is not in the catalog")
     assert "⚠" in explorer.status.value
     explorer.controls["link"].value = "InfiniBand NDR"
     assert explorer.error is None and explorer.status.value == ""

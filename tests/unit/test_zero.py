@@ -110,10 +110,10 @@ def test_lowest_fitting_stage_is_the_first_that_fits():
 # --------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(("call", "pattern"), [
     (lambda: Z.zero_comm_elements(PSI, 4), r"zero_stage must be a whole number from 0 to 3"),
-    (lambda: Z.zero_comm_elements(-1, 1), r"params must be finite numbers > 0"),
+    (lambda: Z.zero_comm_elements(-1, 1), r"params must be a finite number > 0"),
     (lambda: Z.zero_comm_elements(PSI, 1, 0), r"dp must be a whole number >= 1, got 0"),
     (lambda: Z.zero_comm_bytes(PSI, 1, 8, 0), r"bytes_per_element must be a finite number > 0"),
-    (lambda: Z.zero_comm(PSI, 3, 12), r"gpus_per_node=8 must divide n \(GPUs in the group\)=12"),
+    (lambda: Z.zero_comm(PSI, 3, 12), r"gpus_per_node=8 must divide dp \(GPUs in the group\)=12"),
     (lambda: Z.stage_collectives(-1), r"zero_stage must be a whole number from 0 to 3"),
     (lambda: Z.zero_comm(PSI, 1, 8, recipe="adam"), r"recipe must be one of"),
     (lambda: Z.lowest_fitting_stage("gpt3-175b", "H1000", 8), r"gpu 'H1000' is not in the"),
