@@ -72,6 +72,7 @@ __all__ = [
     "W",
     "activation_bytes_per_stage",
     "bubble_fraction",
+    "in_flight_arrays",
     "in_flight_closed_form",
     "layer_assignment",
     "one_f_one_b_period_s",
@@ -147,14 +148,15 @@ def in_flight_closed_form(schedule: str, p: int, m: int, v: int = 1) -> np.ndarr
         return np.full(p, float(m))
     if schedule == "zb-h1":
         return np.full(p, float(min(p, m)))
-    return _in_flight(p, m, v, d, interleaved=schedule == "interleaved")
+    return in_flight_arrays(p, m, v, d, interleaved=schedule == "interleaved")
 
 
-def _in_flight(p, m, v, stage=0, interleaved=None):
+def in_flight_arrays(p, m, v, stage=0, interleaved=None):
     """Micro-batch equivalents held by ``stage`` under 1F1B (``v = 1``) or interleaved 1F1B.
 
-    Array-friendly kernel of :func:`in_flight_closed_form`: ``min(p - i, m)`` for 1F1B,
-    ``min(2 (p - i - 1) + (v - 1) p + 1, v m) / v`` for the interleaved schedule
+    Array-friendly kernel of :func:`in_flight_closed_form` (arguments unchecked):
+    ``min(p - i, m)`` for 1F1B, ``min(2 (p - i - 1) + (v - 1) p + 1, v m) / v`` for the
+    interleaved schedule
     (``interleaved`` defaults to ``v > 1``).
     """
     p, m, v, i = (np.asarray(x, dtype=float) for x in (p, m, v, stage))

@@ -48,7 +48,8 @@ import numpy as np
 from . import catalog, memory
 from .catalog import ModelSpec
 from .checks import check_array, check_bool, check_divides, check_int, check_positive
-from .data_parallel import ACHIEVED_TFLOPS, Fabric
+from .collectives import NodeNetwork
+from .data_parallel import ACHIEVED_TFLOPS
 
 __all__ = [
     "ALL_REDUCES_PER_LAYER",
@@ -261,7 +262,7 @@ def tp_layer(
     *,
     micro_batch: int = 1,
     seq_len: int | None = None,
-    fabric: Fabric | None = None,
+    fabric: NodeNetwork | None = None,
     achieved_tflops: float = ACHIEVED_TFLOPS,
     sp: bool = False,
     bytes_per_element: float = 2,
@@ -283,7 +284,7 @@ def tp_layer(
     t = check_int("t", t)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
     rate = check_positive("achieved_tflops", achieved_tflops) * 1e12
-    fab = fabric or Fabric()
+    fab = fabric or NodeNetwork()
     size = tp_activation_bytes(micro_batch, s, m.hidden, bytes_per_element)
     if sp:
         one = (fab.time("reduce_scatter", size, t, name="t")

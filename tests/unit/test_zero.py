@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scaleout import catalog, collectives, memory, units
 from scaleout import zero as Z
-from scaleout.data_parallel import Fabric
+from scaleout.collectives import NodeNetwork
 
 PSI = 7.5e9
 
@@ -41,8 +41,8 @@ def test_traffic_is_array_friendly():
     np.testing.assert_allclose(Z.zero_comm_elements(np.array([1e9, 2e9]), 3), [3e9, 6e9])
 
 
-@pytest.mark.parametrize("fabric", [Fabric(), Fabric(hierarchical=False),
-                                    Fabric(inter="TCP/IP 100GbE", gpus_per_node=1)])
+@pytest.mark.parametrize("fabric", [NodeNetwork(), NodeNetwork(hierarchical=False),
+                                    NodeNetwork(inter="TCP/IP 100GbE", gpus_per_node=1)])
 @pytest.mark.parametrize("dp", [8, 64, 512])
 def test_times_on_a_ring_fabric_follow_the_volumes(fabric, dp):
     """On rings a reduce-scatter or an all-gather takes exactly half an all-reduce, so stages
@@ -68,7 +68,7 @@ def test_bytes_follow_the_recipe():
     assert Z.zero_comm(PSI, 3, dp).bytes_sent == pytest.approx(Z.zero_comm_bytes(PSI, 3, dp))
     bf16 = Z.zero_comm(PSI, 2, dp, recipe="megatron-bf16")
     assert bf16.bytes_sent == pytest.approx((dp - 1) / dp * PSI * (4 + 2))
-    fab = Fabric()
+    fab = NodeNetwork()
     assert bf16.parts_s["reduce-scatter (gradients)"] == fab.time("reduce_scatter", 4 * PSI, dp)
     assert bf16.parts_s["all-gather (weights)"] == fab.time("all_gather", 2 * PSI, dp)
 
