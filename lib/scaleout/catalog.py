@@ -25,15 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checks import check_choice, close_matches
+from .checks import check_choice, check_int, close_matches
 
 __all__ = [
+    "CUSTOM_VOCAB",
     "DATA_DIR",
     "GPU",
+    "Entry",
     "Link",
     "ModelSpec",
     "System",
     "check_fields",
+    "custom_model",
+    "field_of",
     "gpu",
     "gpu_names",
     "gpus",
@@ -41,6 +45,7 @@ __all__ = [
     "link_names",
     "links",
     "load_entries",
+    "lookup",
     "model",
     "model_names",
     "models",
@@ -56,8 +61,8 @@ __all__ = [
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
-def _f(unit: str, doc: str, *, allow_zero: bool = False, choices: tuple[str, ...] = (),
-       **kw) -> Any:
+def field_of(unit: str, doc: str, *, allow_zero: bool = False,
+             choices: tuple[str, ...] = (), **kw) -> Any:
     """A dataclass field that documents its unit and meaning (read by the loader).
 
     Numeric fields must be finite and > 0, or >= 0 with ``allow_zero`` (the
@@ -69,38 +74,42 @@ def _f(unit: str, doc: str, *, allow_zero: bool = False, choices: tuple[str, ...
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Entry:
+class Entry:
     """Fields every catalog entry has besides its figures: other names, remarks, sources."""
 
-    aliases: tuple[str, ...] = _f("", "other names this entry is found by", default=())
-    notes: str = _f("", "what a reader should know about these figures", default="")
-    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
+    aliases: tuple[str, ...] = field_of("", "other names this entry is found by", default=())
+    notes: str = field_of("", "what a reader should know about these figures", default="")
+    sources: dict[str, str] = field_of("", "per-field sources where they differ",
+                                       default_factory=dict)
 
     def __post_init__(self) -> None:
         _validate(self, type(self).__name__)
 
 
 @dataclass(frozen=True)
-class GPU(_Entry):
+class GPU(Entry):
     """One accelerator, as its vendor's datasheet describes it."""
 
-    name: str = _f("", "catalog name")
-    vendor: str = _f("", "maker")
-    year: int = _f("year", "year of general availability")
-    hbm_gib: float = _f("GiB", "HBM capacity as marketed (vendors' 'GB' for HBM are binary GiB)")
-    hbm_gbytes_s: float = _f("GB/s", "HBM bandwidth, 10**9 bytes per second")
-    bf16_dense_tflops: float = _f("TFLOP/s", "peak dense BF16/FP16 tensor-core rate (no sparsity)")
-    scaleup_gbytes_s: float = _f(
+    name: str = field_of("", "catalog name")
+    vendor: str = field_of("", "maker")
+    year: int = field_of("year", "year of general availability")
+    hbm_gib: float = field_of("GiB",
+                              "HBM capacity as marketed (vendors' 'GB' for HBM are binary GiB)")
+    hbm_gbytes_s: float = field_of("GB/s", "HBM bandwidth, 10**9 bytes per second")
+    bf16_dense_tflops: float = field_of("TFLOP/s",
+                                        "peak dense BF16/FP16 tensor-core rate (no sparsity)")
+    scaleup_gbytes_s: float = field_of(
         "GB/s", "scale-up link (NVLink, Infinity Fabric) per GPU, per direction"
     )
-    scaleup_link: str = _f("", "scale-up link technology, e.g. 'NVLink 4'")
-    scaleup_domain_gpus: int = _f("GPUs", "GPUs in one scale-up (NVLink) domain as usually built")
-    tdp_w: float = _f("W", "maximum board power")
-    source: str = _f("", "where these figures come from")
-    fp8_dense_tflops: float | None = _f(
+    scaleup_link: str = field_of("", "scale-up link technology, e.g. 'NVLink 4'")
+    scaleup_domain_gpus: int = field_of("GPUs",
+                                        "GPUs in one scale-up (NVLink) domain as usually built")
+    tdp_w: float = field_of("W", "maximum board power")
+    source: str = field_of("", "where these figures come from")
+    fp8_dense_tflops: float | None = field_of(
         "TFLOP/s", "peak dense FP8 tensor-core rate; None if unsupported", default=None
     )
-    scaleout_link: str | None = _f(
+    scaleout_link: str | None = field_of(
         "", "network port per GPU in the usual server, a name in links.toml; None if not "
         "recorded", default=None
     )
@@ -118,7 +127,7 @@ class GPU(_Entry):
 
 
 @dataclass(frozen=True)
-class ModelSpec(_Entry):
+class ModelSpec(Entry):
     """A decoder-only transformer's shape.
 
     ``n_kv_heads`` < ``n_heads`` is grouped-query attention; ``gated_mlp`` is a
@@ -126,22 +135,24 @@ class ModelSpec(_Entry):
     ``learned_positions`` describe GPT-2/3-style models.
     """
 
-    name: str = _f("", "catalog name")
-    n_layers: int = _f("", "transformer layers l")
-    hidden: int = _f("", "model width h")
-    n_heads: int = _f("", "attention heads a")
-    vocab: int = _f("tokens", "vocabulary size V")
-    seq_len: int = _f("tokens", "training sequence length s")
-    source: str = _f("", "where the shape comes from")
-    n_kv_heads: int | None = _f("", "key/value heads (GQA); None means n_heads", default=None)
-    ffn_hidden: int | None = _f("", "MLP inner width; None means 4h", default=None)
-    gated_mlp: bool = _f("", "SwiGLU-style MLP (three matrices) instead of two", default=False)
-    tied_embeddings: bool = _f("", "output layer shares the input embedding", default=True)
-    learned_positions: bool = _f("", "learned position embedding of s x h", default=True)
-    biases: bool = _f("", "linear layers and norms carry biases (GPT-2/3 style)", default=True)
-    family: str = _f("", "model family", default="")
-    year: int | None = _f("year", "year the model was published", default=None)
-    params_published: float | None = _f(
+    name: str = field_of("", "catalog name")
+    n_layers: int = field_of("", "transformer layers l")
+    hidden: int = field_of("", "model width h")
+    n_heads: int = field_of("", "attention heads a")
+    vocab: int = field_of("tokens", "vocabulary size V")
+    seq_len: int = field_of("tokens", "training sequence length s")
+    source: str = field_of("", "where the shape comes from")
+    n_kv_heads: int | None = field_of("", "key/value heads (GQA); None means n_heads", default=None)
+    ffn_hidden: int | None = field_of("", "MLP inner width; None means 4h", default=None)
+    gated_mlp: bool = field_of("", "SwiGLU-style MLP (three matrices) instead of two",
+                               default=False)
+    tied_embeddings: bool = field_of("", "output layer shares the input embedding", default=True)
+    learned_positions: bool = field_of("", "learned position embedding of s x h", default=True)
+    biases: bool = field_of("", "linear layers and norms carry biases (GPT-2/3 style)",
+                            default=True)
+    family: str = field_of("", "model family", default="")
+    year: int | None = field_of("year", "year the model was published", default=None)
+    params_published: float | None = field_of(
         "parameters", "parameter count stated by the source", default=None
     )
 
@@ -179,30 +190,32 @@ class ModelSpec(_Entry):
 
 
 @dataclass(frozen=True)
-class System(_Entry):
+class System(Entry):
     """A scale-up domain as sold: GPUs joined by one NVLink (or Infinity Fabric) fabric."""
 
-    name: str = _f("", "catalog name")
-    gpu: str = _f("", "the GPU's catalog name")
-    gpus: int = _f("GPUs", "GPUs in the scale-up domain")
-    year: int = _f("year", "year of general availability")
-    source: str = _f("", "where the figures come from")
+    name: str = field_of("", "catalog name")
+    gpu: str = field_of("", "the GPU's catalog name")
+    gpus: int = field_of("GPUs", "GPUs in the scale-up domain")
+    year: int = field_of("year", "year of general availability")
+    source: str = field_of("", "where the figures come from")
 
 
 @dataclass(frozen=True)
-class Link(_Entry):
+class Link(Entry):
     """A link or network port as the α-β model sees it: one-direction bandwidth and latency."""
 
-    name: str = _f("", "catalog name")
-    technology: str = _f("", "e.g. 'NVLink 4', 'InfiniBand NDR', 'RoCE v2', 'TCP/IP'")
-    scope: str = _f("", "'scale-up' (inside an NVLink domain), 'scale-out' (network) or 'host'")
-    gbytes_s: float = _f("GB/s", "bandwidth per GPU (scale-up) or per port, ONE direction")
-    latency_us: float = _f("us", "one-way small-message latency, end to end, as measured")
-    rdma: bool = _f("", "data moves by DMA without the kernel (RDMA, NVLink loads/stores)")
-    cpu_ghz_per_gbps: float = _f("GHz per Gb/s", "host CPU spent per unit of throughput; 0 if "
+    name: str = field_of("", "catalog name")
+    technology: str = field_of("", "e.g. 'NVLink 4', 'InfiniBand NDR', 'RoCE v2', 'TCP/IP'")
+    scope: str = field_of("",
+                          "'scale-up' (inside an NVLink domain), 'scale-out' (network) or 'host'")
+    gbytes_s: float = field_of("GB/s", "bandwidth per GPU (scale-up) or per port, ONE direction")
+    latency_us: float = field_of("us", "one-way small-message latency, end to end, as measured")
+    rdma: bool = field_of("", "data moves by DMA without the kernel (RDMA, NVLink loads/stores)")
+    cpu_ghz_per_gbps: float = field_of("GHz per Gb/s",
+                                       "host CPU spent per unit of throughput; 0 if "
                                  "offloaded", allow_zero=True)
-    year: int = _f("year", "year of general availability")
-    source: str = _f("", "where the figures come from")
+    year: int = field_of("year", "year of general availability")
+    source: str = field_of("", "where the figures come from")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -429,8 +442,12 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _lookup(kind: str, table: dict, key, param: str | None = None):
+def lookup(kind: str, table: dict, key, param: str | None = None):
     """The entry whose name or alias is ``key`` (see :func:`_norm`); else close matches.
+
+    Every catalog of the library looks its names up with this (GPUs, models, links,
+    systems, switch chips, optical modules, scale-up domains): ``table`` maps names to
+    :class:`Entry` subclasses.
 
     ``param`` is the caller's parameter, named in the message when it is not ``kind``
     (``inter: link 'x' is not in the catalog``).
@@ -468,7 +485,7 @@ def gpu(spec: str | GPU | dict, *, param: str | None = None) -> GPU:
         return spec
     if isinstance(spec, dict):
         return GPU(**{"source": "user-defined", **spec})
-    return _lookup("gpu", _gpus(), spec, param)
+    return lookup("gpu", _gpus(), spec, param)
 
 
 def model(spec: str | ModelSpec | dict, *, param: str | None = None) -> ModelSpec:
@@ -480,7 +497,34 @@ def model(spec: str | ModelSpec | dict, *, param: str | None = None) -> ModelSpe
         return spec
     if isinstance(spec, dict):
         return ModelSpec(**{"source": "user-defined", "name": "custom", **spec})
-    return _lookup("model", _models(), spec, param)
+    return lookup("model", _models(), spec, param)
+
+
+#: The vocabulary of a custom GPT-shaped model: Megatron-LM's 51,200 (GPT-2's 50,257 padded to
+#: a multiple of 1,024; Narayanan et al. 2021, Table 1's setting).
+CUSTOM_VOCAB = 51_200
+
+
+def custom_model(n_layers: int, hidden: int, n_heads: int, *, vocab: int = CUSTOM_VOCAB,
+                 seq_len: int = 2048, base: str | ModelSpec | None = None,
+                 name: str = "custom") -> ModelSpec:
+    """A user-defined model of ``n_layers`` layers, width ``hidden`` and ``n_heads`` heads.
+
+    Without ``base`` it is GPT-shaped, as Megatron-LM's Table 1 models are: a 4h MLP of two
+    matrices, as many KV heads as heads, learned positions, biases, tied embeddings, and a
+    vocabulary of :data:`CUSTOM_VOCAB`. With ``base`` (a catalog model) every other field
+    (vocabulary, MLP width and gating, KV heads, norms) is the base's, and ``vocab`` and
+    ``seq_len`` are ignored: the memory explorer's "custom from" control. The one way every
+    explorer and report builds a custom model.
+    """
+    dims = {"n_layers": n_layers, "hidden": hidden, "n_heads": n_heads}
+    for key, value in dims.items():
+        check_int(key, value)
+    if base is None:
+        return model({"name": name, **dims, "vocab": check_int("vocab", vocab),
+                      "seq_len": check_int("seq_len", seq_len)})
+    return model(base).replace(name=name, source="user-defined", aliases=(),
+                               params_published=None, **dims)
 
 
 def link(spec: str | Link | dict, *, param: str | None = None) -> Link:
@@ -489,7 +533,7 @@ def link(spec: str | Link | dict, *, param: str | None = None) -> Link:
         return spec
     if isinstance(spec, dict):
         return Link(**{"source": "user-defined", "name": "custom", "year": 2025, **spec})
-    return _lookup("link", _links(), spec, param)
+    return lookup("link", _links(), spec, param)
 
 
 def links() -> list[Link]:
@@ -506,7 +550,7 @@ def system(spec: str | System) -> System:
     """A scale-up system (``"DGX H100"``, ``"GB200 NVL72"``) by name or alias."""
     if isinstance(spec, System):
         return spec
-    return _lookup("system", _systems(), spec)
+    return lookup("system", _systems(), spec)
 
 
 def published(table: str) -> dict[str, Any]:

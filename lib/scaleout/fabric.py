@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import catalog, collectives, units
-from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
+from .catalog import DATA_DIR, Entry, field_of, load_entries, lookup
 from .checks import (
     MAX_RADIX,
     MAX_WORK,
@@ -136,17 +136,19 @@ FIBRE_NS_PER_M = 4.9
 
 # =========================================================================== switch chips
 @dataclass(frozen=True)
-class SwitchChip(_Entry):
+class SwitchChip(Entry):
     """A switch chip (or box) as sold: its ports at one or more speeds, from its datasheet."""
 
-    name: str = _f("", "catalog name")
-    vendor: str = _f("", "maker")
-    family: str = _f("", "'InfiniBand' or 'Ethernet'")
-    ports: tuple[int, ...] = _f("ports", "port counts of the configurations, matching port_gbps")
-    port_gbps: tuple[int, ...] = _f("Gb/s", "per-port speeds of the configurations, one direction")
-    year: int = _f("year", "year of announcement or availability")
-    source: str = _f("", "where the figures come from")
-    latency_ns: float | None = _f("ns", "port-to-port latency as published (an upper bound)",
+    name: str = field_of("", "catalog name")
+    vendor: str = field_of("", "maker")
+    family: str = field_of("", "'InfiniBand' or 'Ethernet'")
+    ports: tuple[int, ...] = field_of("ports",
+                                      "port counts of the configurations, matching port_gbps")
+    port_gbps: tuple[int, ...] = field_of("Gb/s",
+                                          "per-port speeds of the configurations, one direction")
+    year: int = field_of("year", "year of announcement or availability")
+    source: str = field_of("", "where the figures come from")
+    latency_ns: float | None = field_of("ns", "port-to-port latency as published (an upper bound)",
                                   default=None)
 
     def __post_init__(self) -> None:
@@ -180,7 +182,7 @@ def switch_chip(spec: str | SwitchChip) -> SwitchChip:
     """A switch chip by name or alias (``"Tomahawk 6"``, ``"Quantum-2"``)."""
     if isinstance(spec, SwitchChip):
         return spec
-    return _lookup("switch", _switch_chips(), spec)
+    return lookup("switch", _switch_chips(), spec)
 
 
 def switch_chips() -> list[SwitchChip]:
@@ -1221,19 +1223,19 @@ TRANSPORT_UNITS = ("us", "Gb/s per core", "million messages/s per core")
 
 
 @dataclass(frozen=True)
-class TransportMeasurement(_Entry):
+class TransportMeasurement(Entry):
     """A published measurement of a transport's latency or CPU cost (``data/transports.toml``)."""
 
-    name: str = _f("", "short name of the measurement")
-    transport: str = _f("", "'InfiniBand', 'RoCE v2', 'kernel TCP' or 'kernel-bypass'",
+    name: str = field_of("", "short name of the measurement")
+    transport: str = field_of("", "'InfiniBand', 'RoCE v2', 'kernel TCP' or 'kernel-bypass'",
                         choices=TRANSPORTS)
-    metric: str = _f("", "what was measured, e.g. 'one-way latency'")
-    value: float = _f("", "the figure, in `unit`")
-    unit: str = _f("", "'us', 'Gb/s per core', 'million messages/s per core'",
+    metric: str = field_of("", "what was measured, e.g. 'one-way latency'")
+    value: float = field_of("", "the figure, in `unit`")
+    unit: str = field_of("", "'us', 'Gb/s per core', 'million messages/s per core'",
                    choices=TRANSPORT_UNITS)
-    conditions: str = _f("", "message size, hardware, load: what the figure depends on")
-    year: int = _f("year", "year of publication")
-    source: str = _f("", "where the figure was published")
+    conditions: str = field_of("", "message size, hardware, load: what the figure depends on")
+    year: int = field_of("year", "year of publication")
+    source: str = field_of("", "where the figure was published")
 
 
 @functools.cache

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import units
-from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
+from .catalog import DATA_DIR, Entry, field_of, load_entries, lookup
 from .checks import check_array, check_bool, check_choice, check_int, check_positive
 
 __all__ = [
@@ -94,27 +94,28 @@ FIBRES_PER_LANE = 2
 
 # --------------------------------------------------------------------------- specs
 @dataclass(frozen=True)
-class Module(_Entry):
+class Module(Entry):
     """One optical module or copper cable as sold (``data/optics.toml`` documents every field)."""
 
-    name: str = _f("", "catalog name")
-    speed_gbps: float = _f("Gb/s", "data rate of the link it serves, per direction")
-    technology: str = _f("", "one of TECHNOLOGIES")
-    reach_class: str = _f("", "SR, DR, FR, LR or CR (copper)")
-    reach_m: float = _f("m", "longest link it is specified for")
-    lane_gbps: int = _f("Gb/s", "SerDes class of its lanes: 112 or 224")
-    lanes: int = _f("lanes", "electrical (= optical) lanes")
-    fibres: int = _f("fibres", "fibres one link needs (transmit + receive); 0 for copper",
+    name: str = field_of("", "catalog name")
+    speed_gbps: float = field_of("Gb/s", "data rate of the link it serves, per direction")
+    technology: str = field_of("", "one of TECHNOLOGIES")
+    reach_class: str = field_of("", "SR, DR, FR, LR or CR (copper)")
+    reach_m: float = field_of("m", "longest link it is specified for")
+    lane_gbps: int = field_of("Gb/s", "SerDes class of its lanes: 112 or 224")
+    lanes: int = field_of("lanes", "electrical (= optical) lanes")
+    fibres: int = field_of("fibres", "fibres one link needs (transmit + receive); 0 for copper",
                      allow_zero=True)
-    power_w: float = _f("W", "power of one unit: a module (one end) or a whole copper cable",
+    power_w: float = field_of("W", "power of one unit: a module (one end) or a whole copper cable",
                         allow_zero=True)
-    relative_cost: float = _f("", "price of one unit relative to an 800G DSP DR8 module (1.0); "
+    relative_cost: float = field_of("",
+                                    "price of one unit relative to an 800G DSP DR8 module (1.0); "
                               "the project's assumption")
-    latency_ns: float = _f("ns", "latency one unit adds to one direction of a link",
+    latency_ns: float = field_of("ns", "latency one unit adds to one direction of a link",
                            allow_zero=True)
-    form_factor: str = _f("", "one of FORM_FACTORS")
-    year: int = _f("year", "year of first availability (or expected)")
-    source: str = _f("", "where the figures come from")
+    form_factor: str = field_of("", "one of FORM_FACTORS")
+    year: int = field_of("year", "year of first availability (or expected)")
+    source: str = field_of("", "where the figures come from")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -207,21 +208,21 @@ class Module(_Entry):
 
 
 @dataclass(frozen=True)
-class Technology(_Entry):
+class Technology(Entry):
     """The qualitative trade-offs of one technology, for the notebook's tables."""
 
-    name: str = _f("", "one of TECHNOLOGIES")
-    label: str = _f("", "name for tables")
-    kind: str = _f("", "'optical' or 'copper'")
-    fec: str = _f("", "how errors are corrected, and where")
-    standard: str = _f("", "the standard or agreement it follows")
-    interoperable: bool = _f("", "a multi-vendor standard exists and is mature")
-    field_replaceable: bool = _f("", "a failed unit is swapped at the front panel")
-    maturity: str = _f("", "how established it is")
-    best_for: str = _f("", "where it fits")
-    pros: str = _f("", "what it is good at")
-    cons: str = _f("", "what holds it back")
-    source: str = _f("", "what the description rests on")
+    name: str = field_of("", "one of TECHNOLOGIES")
+    label: str = field_of("", "name for tables")
+    kind: str = field_of("", "'optical' or 'copper'")
+    fec: str = field_of("", "how errors are corrected, and where")
+    standard: str = field_of("", "the standard or agreement it follows")
+    interoperable: bool = field_of("", "a multi-vendor standard exists and is mature")
+    field_replaceable: bool = field_of("", "a failed unit is swapped at the front panel")
+    maturity: str = field_of("", "how established it is")
+    best_for: str = field_of("", "where it fits")
+    pros: str = field_of("", "what it is good at")
+    cons: str = field_of("", "what holds it back")
+    source: str = field_of("", "what the description rests on")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -278,7 +279,7 @@ def module(spec: str | Module) -> Module:
     """
     if isinstance(spec, Module):
         return spec
-    return _lookup("module", _catalog().modules, spec)
+    return lookup("module", _catalog().modules, spec)
 
 
 def technology(name: str) -> Technology:

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from . import catalog, memory
-from .catalog import DATA_DIR, _Entry, _f, load_entries, read_toml
+from .catalog import DATA_DIR, Entry, field_of, load_entries, read_toml
 from .checks import (
     MAX_PARAMS,
     MAX_WORK,
@@ -81,9 +81,9 @@ __all__ = [
     "checkpoint_plan",
     "cluster_failure_rate_per_h",
     "compare_recovery",
-    "elastic_viable",
     "daly_interval_s",
     "elastic_capacity",
+    "elastic_viable",
     "exact_optimal_interval_s",
     "expected_goodput_finite",
     "expected_lost_work_s",
@@ -136,17 +136,18 @@ _TABLES = {"study", "failure", "figure"}
 
 # =========================================================================== the data
 @dataclass(frozen=True)
-class Study(_Entry):
+class Study(Entry):
     """A published report of failures on one cluster or training run."""
 
-    name: str = _f("", "catalog name")
-    title: str = _f("", "what was measured")
-    source: str = _f("", "the paper, section and table")
-    gpu: str | None = _f("", "the accelerator (data/gpus.toml), if stated", default=None)
-    gpus: int | None = _f("GPUs", "GPUs the counts cover", default=None)
-    gpus_per_node: int | None = _f("GPUs", "GPUs per server", default=None)
-    days: float | None = _f("days", "the period the counts cover", default=None)
-    events_total: int | None = _f("events", "the report's own total of its rows", default=None)
+    name: str = field_of("", "catalog name")
+    title: str = field_of("", "what was measured")
+    source: str = field_of("", "the paper, section and table")
+    gpu: str | None = field_of("", "the accelerator (data/gpus.toml), if stated", default=None)
+    gpus: int | None = field_of("GPUs", "GPUs the counts cover", default=None)
+    gpus_per_node: int | None = field_of("GPUs", "GPUs per server", default=None)
+    days: float | None = field_of("days", "the period the counts cover", default=None)
+    events_total: int | None = field_of("events", "the report's own total of its rows",
+                                        default=None)
 
     def units(self, counted_per: str) -> float:
         """How many units of a kind (``"gpu"`` or ``"node"``) the study's cluster had."""
@@ -158,17 +159,17 @@ class Study(_Entry):
 
 
 @dataclass(frozen=True)
-class Failure(_Entry):
+class Failure(Entry):
     """One row of a study: a kind of failure, what it is counted per, and how often it struck."""
 
-    name: str = _f("", "catalog name, unique in the file")
-    study: str = _f("", "the [[study]] this row belongs to")
-    part: str = _f("", "what broke, one of PARTS")
-    counted_per: str = _f("", "the unit this failure scales with, one of COUNTED_PER")
-    value: float = _f("", "the printed figure, read as `meaning` says")
-    meaning: str = _f("", "one of MEANINGS")
-    source: str = _f("", "the table row or sentence")
-    share_published: float | None = _f("fraction", "share of the study's events as printed",
+    name: str = field_of("", "catalog name, unique in the file")
+    study: str = field_of("", "the [[study]] this row belongs to")
+    part: str = field_of("", "what broke, one of PARTS")
+    counted_per: str = field_of("", "the unit this failure scales with, one of COUNTED_PER")
+    value: float = field_of("", "the printed figure, read as `meaning` says")
+    meaning: str = field_of("", "one of MEANINGS")
+    source: str = field_of("", "the table row or sentence")
+    share_published: float | None = field_of("fraction", "share of the study's events as printed",
                                        default=None)
 
     def __post_init__(self) -> None:
@@ -184,13 +185,13 @@ class Failure(_Entry):
 
 
 @dataclass(frozen=True)
-class Figure(_Entry):
+class Figure(Entry):
     """Another published number: a recovery time, a storage bandwidth, a checkpoint size."""
 
-    name: str = _f("", "catalog name")
-    value: float = _f("", "the number as printed, in `unit`")
-    unit: str = _f("", "one of 's', 'h', 'days', 'GB/s', 'bytes', 'fraction', 'count'")
-    source: str = _f("", "the paper and sentence")
+    name: str = field_of("", "catalog name")
+    value: float = field_of("", "the number as printed, in `unit`")
+    unit: str = field_of("", "one of 's', 'h', 'days', 'GB/s', 'bytes', 'fraction', 'count'")
+    source: str = field_of("", "the paper and sentence")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from . import catalog, collectives, fabric, optics, plan, reliability, units
-from .catalog import DATA_DIR, GPU, Link, ModelSpec, _Entry, _f, _lookup, load_entries
+from .catalog import DATA_DIR, GPU, Entry, Link, ModelSpec, field_of, load_entries, lookup
 from .checks import (
     check_array,
     check_bool,
@@ -177,31 +177,34 @@ def semantics_table(links: Sequence[str | Link] = DEFAULT_SEMANTICS_LINKS, *,
 
 # =========================================================================== domain designs
 @dataclass(frozen=True)
-class ScaleupDomain(_Entry):
+class ScaleupDomain(Entry):
     """One scale-up domain design (``data/scaleup_domains.toml``, whose header has the fields)."""
 
-    name: str = _f("", "catalog name")
-    vendor: str = _f("", "maker or standards body")
-    kind: str = _f("", "one of KINDS")
-    accelerators: int = _f("accelerators", "accelerators in one domain (the most, for a spec)")
-    inner_medium: str = _f("", "links inside a chassis: 'electrical' or 'optical'")
-    switch_tiers: int = _f("tiers", "switch levels: 0 direct mesh, 1, or 2 (L1 + L2)",
+    name: str = field_of("", "catalog name")
+    vendor: str = field_of("", "maker or standards body")
+    kind: str = field_of("", "one of KINDS")
+    accelerators: int = field_of("accelerators",
+                                 "accelerators in one domain (the most, for a spec)")
+    inner_medium: str = field_of("", "links inside a chassis: 'electrical' or 'optical'")
+    switch_tiers: int = field_of("tiers", "switch levels: 0 direct mesh, 1, or 2 (L1 + L2)",
                            allow_zero=True)
-    openness: str = _f("", "'proprietary' or 'open standard'")
-    year: int = _f("year", "year of availability or publication")
-    source: str = _f("", "where the figures come from")
-    link_gbytes_s: float | None = _f("GB/s", "scale-up bandwidth per accelerator, one direction",
+    openness: str = field_of("", "'proprietary' or 'open standard'")
+    year: int = field_of("year", "year of availability or publication")
+    source: str = field_of("", "where the figures come from")
+    link_gbytes_s: float | None = field_of("GB/s",
+                                           "scale-up bandwidth per accelerator, one direction",
                                      default=None)
-    lane_gbps: int | None = _f("Gb/s", "SerDes class of the lanes: 112 or 224", default=None)
-    outer_medium: str | None = _f("", "links between chassis; None for one chassis",
+    lane_gbps: int | None = field_of("Gb/s", "SerDes class of the lanes: 112 or 224", default=None)
+    outer_medium: str | None = field_of("", "links between chassis; None for one chassis",
                                   default=None)
-    chassis: int | None = _f("chassis", "chassis (boards, trays, nodes) per domain", default=None)
-    l1_switches_per_chassis: int | None = _f(
+    chassis: int | None = field_of("chassis", "chassis (boards, trays, nodes) per domain",
+                                   default=None)
+    l1_switches_per_chassis: int | None = field_of(
         "switches", "first-level switch chips in each chassis (two-tier domains)", default=None)
-    l2_switches: int | None = _f("switches", "second-level switch chips joining the chassis",
+    l2_switches: int | None = field_of("switches", "second-level switch chips joining the chassis",
                                  default=None)
-    gpu: str | None = _f("", "the accelerator's name in data/gpus.toml", default=None)
-    link: str | None = _f("", "the scale-up link's name in data/links.toml", default=None)
+    gpu: str | None = field_of("", "the accelerator's name in data/gpus.toml", default=None)
+    link: str | None = field_of("", "the scale-up link's name in data/links.toml", default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -284,7 +287,7 @@ def scaleup_domain(spec: str | ScaleupDomain) -> ScaleupDomain:
     """A domain design by name or alias (``"GB200 NVL72"``, ``"CloudMatrix384"``, ``"UALink"``)."""
     if isinstance(spec, ScaleupDomain):
         return spec
-    return _lookup("scale-up domain", _domains(), spec)
+    return lookup("scale-up domain", _domains(), spec)
 
 
 def scaleup_domains() -> list[ScaleupDomain]:
@@ -455,7 +458,7 @@ def _domain_size(value, name: str = "domain_sizes") -> int:
     """A domain size from an int or a catalog domain name (its accelerators); ``name`` is the
     caller's parameter, for messages."""
     if isinstance(value, str):
-        return _lookup("scale-up domain", _domains(), value, name).accelerators
+        return lookup("scale-up domain", _domains(), value, name).accelerators
     return check_int(name, value)
 
 
@@ -844,9 +847,8 @@ def report_model(p: Mapping[str, Any]) -> ModelSpec:
     GPT-shaped model; its sequence is ``seq_len``, or 2,048 when that is 0)."""
     if p["model_name"] != "custom":
         return catalog.model(p["model_name"])
-    return catalog.model({"name": "custom", "n_layers": p["custom_layers"],
-                          "hidden": p["custom_hidden"], "n_heads": p["custom_heads"],
-                          "vocab": p["custom_vocab"], "seq_len": p["seq_len"] or 2048})
+    return catalog.custom_model(p["custom_layers"], p["custom_hidden"], p["custom_heads"],
+                                vocab=p["custom_vocab"], seq_len=p["seq_len"] or 2048)
 
 
 def report_cluster(p: Mapping[str, Any]) -> ClusterPlan:

@@ -120,12 +120,7 @@ class MemoryExplorer(Explorer):
     def _model_spec(self, v: Mapping[str, Any]) -> catalog.ModelSpec:
         if v["model"] != CUSTOM:
             return catalog.model(v["model"])
-        base = catalog.model(v["base"])
-        for dim in _DIMS:
-            if v[dim] < 1:
-                raise ValueError(f"{dim} must be a whole number >= 1, got {v[dim]}")
-        return base.replace(name=CUSTOM, source="user-defined", params_published=None,
-                            **{d: v[d] for d in _DIMS})
+        return catalog.custom_model(*(v[d] for d in _DIMS), base=v["base"], name=CUSTOM)
 
     # -- model calls only ---------------------------------------------------------------
     def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:
