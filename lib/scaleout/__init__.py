@@ -49,7 +49,48 @@ module         what it models                                         notebook
 =============  =====================================================  ===========
 """
 
+import importlib
+import pkgutil
+
 from . import catalog, checks, compute, memory, units
 
-__all__ = ["catalog", "checks", "compute", "memory", "units"]
 __version__ = "0.1.0"
+#: Every module and subpackage of the library (``scaleout.plan``, ``scaleout.fabric``, ...).
+MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
+                       if not m.name.startswith("_")))
+__all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
+    "calibration",
+    "catalog",
+    "checks",
+    "collectives",
+    "compute",
+    "costs",
+    "data_parallel",
+    "diagrams",
+    "fabric",
+    "glossary",
+    "layout",
+    "memory",
+    "optics",
+    "parameters",
+    "pipeline",
+    "plan",
+    "plotting",
+    "reliability",
+    "report",
+    "scaling",
+    "svgchart",
+    "synthesis",
+    "tensor_parallel",
+    "units",
+    "widgets",
+    "zero",
+]
+
+
+def __getattr__(name: str):
+    """``import scaleout; scaleout.plan`` works: a module is imported when first used, so
+    ``import scaleout`` stays fast."""
+    if name in MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'scaleout' has no attribute {name!r}")

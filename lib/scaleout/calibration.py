@@ -66,7 +66,7 @@ import numpy as np
 
 from . import collectives
 from .catalog import DATA_DIR
-from .checks import check_choice, check_int, check_positive
+from .checks import check_array, check_choice, check_int, check_positive
 from .collectives import AlphaBeta
 from .units import GB, MIB
 
@@ -689,8 +689,8 @@ def fit_alpha_beta(size_bytes, time_s, op: str, n: int, algorithm: str = "ring",
     n = check_int("n", n, minimum=2)
     weighting = check_choice("weighting", weighting, WEIGHTINGS)
     bandwidth_bound_bytes = check_positive("bandwidth_bound_bytes", bandwidth_bound_bytes)
-    S = np.asarray(size_bytes, dtype=float).ravel()
-    t = np.asarray(time_s, dtype=float).ravel()
+    S = check_array("size_bytes", size_bytes, allow_empty=True).ravel()
+    t = check_array("time_s", time_s, allow_zero=False, allow_empty=True).ravel()
     if S.shape != t.shape:
         raise ValueError(f"size_bytes and time_s must have the same length, got {S.size} "
                          f"and {t.size}")

@@ -19,20 +19,25 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checks import check_choice, close_matches
+from .checks import check_choice, check_int, close_matches
 
 __all__ = [
+    "CUSTOM_VOCAB",
     "DATA_DIR",
     "GPU",
+    "Entry",
     "Link",
     "ModelSpec",
     "System",
     "check_fields",
+    "custom_model",
+    "field_of",
     "gpu",
     "gpu_names",
     "gpus",
@@ -40,6 +45,7 @@ __all__ = [
     "link_names",
     "links",
     "load_entries",
+    "lookup",
     "model",
     "model_names",
     "models",
@@ -55,47 +61,55 @@ __all__ = [
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
-def _f(unit: str, doc: str, *, allow_zero: bool = False, **kw) -> Any:
+def field_of(unit: str, doc: str, *, allow_zero: bool = False,
+             choices: tuple[str, ...] = (), **kw) -> Any:
     """A dataclass field that documents its unit and meaning (read by the loader).
 
-    Numeric fields must be > 0, or >= 0 with ``allow_zero``.
+    Numeric fields must be finite and > 0, or >= 0 with ``allow_zero`` (the
+    elements of a tuple of numbers too); a text field with ``choices`` must be
+    one of them.
     """
-    return field(metadata={"unit": unit, "doc": doc, "allow_zero": allow_zero}, **kw)
+    meta = {"unit": unit, "doc": doc, "allow_zero": allow_zero, "choices": choices}
+    return field(metadata=meta, **kw)
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Entry:
+class Entry:
     """Fields every catalog entry has besides its figures: other names, remarks, sources."""
 
-    aliases: tuple[str, ...] = _f("", "other names this entry is found by", default=())
-    notes: str = _f("", "what a reader should know about these figures", default="")
-    sources: dict[str, str] = _f("", "per-field sources where they differ", default_factory=dict)
+    aliases: tuple[str, ...] = field_of("", "other names this entry is found by", default=())
+    notes: str = field_of("", "what a reader should know about these figures", default="")
+    sources: dict[str, str] = field_of("", "per-field sources where they differ",
+                                       default_factory=dict)
 
     def __post_init__(self) -> None:
         _validate(self, type(self).__name__)
 
 
 @dataclass(frozen=True)
-class GPU(_Entry):
+class GPU(Entry):
     """One accelerator, as its vendor's datasheet describes it."""
 
-    name: str = _f("", "catalog name")
-    vendor: str = _f("", "maker")
-    year: int = _f("year", "year of general availability")
-    hbm_gib: float = _f("GiB", "HBM capacity as marketed (vendors' 'GB' for HBM are binary GiB)")
-    hbm_gbytes_s: float = _f("GB/s", "HBM bandwidth, 10**9 bytes per second")
-    bf16_dense_tflops: float = _f("TFLOP/s", "peak dense BF16/FP16 tensor-core rate (no sparsity)")
-    scaleup_gbytes_s: float = _f(
+    name: str = field_of("", "catalog name")
+    vendor: str = field_of("", "maker")
+    year: int = field_of("year", "year of general availability")
+    hbm_gib: float = field_of("GiB",
+                              "HBM capacity as marketed (vendors' 'GB' for HBM are binary GiB)")
+    hbm_gbytes_s: float = field_of("GB/s", "HBM bandwidth, 10**9 bytes per second")
+    bf16_dense_tflops: float = field_of("TFLOP/s",
+                                        "peak dense BF16/FP16 tensor-core rate (no sparsity)")
+    scaleup_gbytes_s: float = field_of(
         "GB/s", "scale-up link (NVLink, Infinity Fabric) per GPU, per direction"
     )
-    scaleup_link: str = _f("", "scale-up link technology, e.g. 'NVLink 4'")
-    scaleup_domain_gpus: int = _f("GPUs", "GPUs in one scale-up (NVLink) domain as usually built")
-    tdp_w: float = _f("W", "maximum board power")
-    source: str = _f("", "where these figures come from")
-    fp8_dense_tflops: float | None = _f(
+    scaleup_link: str = field_of("", "scale-up link technology, e.g. 'NVLink 4'")
+    scaleup_domain_gpus: int = field_of("GPUs",
+                                        "GPUs in one scale-up (NVLink) domain as usually built")
+    tdp_w: float = field_of("W", "maximum board power")
+    source: str = field_of("", "where these figures come from")
+    fp8_dense_tflops: float | None = field_of(
         "TFLOP/s", "peak dense FP8 tensor-core rate; None if unsupported", default=None
     )
-    scaleout_link: str | None = _f(
+    scaleout_link: str | None = field_of(
         "", "network port per GPU in the usual server, a name in links.toml; None if not "
         "recorded", default=None
     )
@@ -113,7 +127,7 @@ class GPU(_Entry):
 
 
 @dataclass(frozen=True)
-class ModelSpec(_Entry):
+class ModelSpec(Entry):
     """A decoder-only transformer's shape.
 
     ``n_kv_heads`` < ``n_heads`` is grouped-query attention; ``gated_mlp`` is a
@@ -121,22 +135,24 @@ class ModelSpec(_Entry):
     ``learned_positions`` describe GPT-2/3-style models.
     """
 
-    name: str = _f("", "catalog name")
-    n_layers: int = _f("", "transformer layers l")
-    hidden: int = _f("", "model width h")
-    n_heads: int = _f("", "attention heads a")
-    vocab: int = _f("tokens", "vocabulary size V")
-    seq_len: int = _f("tokens", "training sequence length s")
-    source: str = _f("", "where the shape comes from")
-    n_kv_heads: int | None = _f("", "key/value heads (GQA); None means n_heads", default=None)
-    ffn_hidden: int | None = _f("", "MLP inner width; None means 4h", default=None)
-    gated_mlp: bool = _f("", "SwiGLU-style MLP (three matrices) instead of two", default=False)
-    tied_embeddings: bool = _f("", "output layer shares the input embedding", default=True)
-    learned_positions: bool = _f("", "learned position embedding of s x h", default=True)
-    biases: bool = _f("", "linear layers and norms carry biases (GPT-2/3 style)", default=True)
-    family: str = _f("", "model family", default="")
-    year: int | None = _f("year", "year the model was published", default=None)
-    params_published: float | None = _f(
+    name: str = field_of("", "catalog name")
+    n_layers: int = field_of("", "transformer layers l")
+    hidden: int = field_of("", "model width h")
+    n_heads: int = field_of("", "attention heads a")
+    vocab: int = field_of("tokens", "vocabulary size V")
+    seq_len: int = field_of("tokens", "training sequence length s")
+    source: str = field_of("", "where the shape comes from")
+    n_kv_heads: int | None = field_of("", "key/value heads (GQA); None means n_heads", default=None)
+    ffn_hidden: int | None = field_of("", "MLP inner width; None means 4h", default=None)
+    gated_mlp: bool = field_of("", "SwiGLU-style MLP (three matrices) instead of two",
+                               default=False)
+    tied_embeddings: bool = field_of("", "output layer shares the input embedding", default=True)
+    learned_positions: bool = field_of("", "learned position embedding of s x h", default=True)
+    biases: bool = field_of("", "linear layers and norms carry biases (GPT-2/3 style)",
+                            default=True)
+    family: str = field_of("", "model family", default="")
+    year: int | None = field_of("year", "year the model was published", default=None)
+    params_published: float | None = field_of(
         "parameters", "parameter count stated by the source", default=None
     )
 
@@ -174,15 +190,15 @@ class ModelSpec(_Entry):
 
 
 @dataclass(frozen=True)
-class System(_Entry):
+class System(Entry):
     """A scale-up domain as sold: GPUs joined by one NVLink (or Infinity Fabric) fabric."""
 
-    name: str = _f("", "catalog name")
-    gpu: str = _f("", "the GPU's catalog name")
-    gpus: int = _f("GPUs", "GPUs in the scale-up domain")
-    year: int = _f("year", "year of general availability")
-    source: str = _f("", "where the figures come from")
-    power_w: float | None = _f(
+    name: str = field_of("", "catalog name")
+    gpu: str = field_of("", "the GPU's catalog name")
+    gpus: int = field_of("GPUs", "GPUs in the scale-up domain")
+    year: int = field_of("year", "year of general availability")
+    source: str = field_of("", "where the figures come from")
+    power_w: float | None = field_of(
         "W", "maximum power of the whole system as sold (GPUs, CPUs, memory, NICs, fans, power "
         "conversion); None if unpublished", default=None)
 
@@ -193,19 +209,21 @@ class System(_Entry):
 
 
 @dataclass(frozen=True)
-class Link(_Entry):
+class Link(Entry):
     """A link or network port as the α-β model sees it: one-direction bandwidth and latency."""
 
-    name: str = _f("", "catalog name")
-    technology: str = _f("", "e.g. 'NVLink 4', 'InfiniBand NDR', 'RoCE v2', 'TCP/IP'")
-    scope: str = _f("", "'scale-up' (inside an NVLink domain), 'scale-out' (network) or 'host'")
-    gbytes_s: float = _f("GB/s", "bandwidth per GPU (scale-up) or per port, ONE direction")
-    latency_us: float = _f("us", "one-way small-message latency, end to end, as measured")
-    rdma: bool = _f("", "data moves by DMA without the kernel (RDMA, NVLink loads/stores)")
-    cpu_ghz_per_gbps: float = _f("GHz per Gb/s", "host CPU spent per unit of throughput; 0 if "
+    name: str = field_of("", "catalog name")
+    technology: str = field_of("", "e.g. 'NVLink 4', 'InfiniBand NDR', 'RoCE v2', 'TCP/IP'")
+    scope: str = field_of("",
+                          "'scale-up' (inside an NVLink domain), 'scale-out' (network) or 'host'")
+    gbytes_s: float = field_of("GB/s", "bandwidth per GPU (scale-up) or per port, ONE direction")
+    latency_us: float = field_of("us", "one-way small-message latency, end to end, as measured")
+    rdma: bool = field_of("", "data moves by DMA without the kernel (RDMA, NVLink loads/stores)")
+    cpu_ghz_per_gbps: float = field_of("GHz per Gb/s",
+                                       "host CPU spent per unit of throughput; 0 if "
                                  "offloaded", allow_zero=True)
-    year: int = _f("year", "year of general availability")
-    source: str = _f("", "where the figures come from")
+    year: int = field_of("year", "year of general availability")
+    source: str = field_of("", "where the figures come from")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -248,8 +266,16 @@ def _expected_types(tp) -> tuple[type, ...]:
     return tuple(kinds)
 
 
+def _check_number(label: str, name: str, value, allow_zero: bool) -> None:
+    """A catalog figure must be finite and > 0 (>= 0 with ``allow_zero``): no NaN, no inf."""
+    bound = ">= 0" if allow_zero else "> 0"
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{label}: field {name!r} must be a finite number {bound}, "
+                         f"got {value!r}")
+
+
 def _validate(obj, kind: str) -> None:
-    """Check types and signs of a spec's fields; raise ``ValueError`` naming the field."""
+    """Check types, signs and choices of a spec's fields; raise ``ValueError`` naming the field."""
     label = f"{kind} {getattr(obj, 'name', '?')!r}"
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -264,14 +290,45 @@ def _validate(obj, kind: str) -> None:
             raise ValueError(
                 f"{label}: field {f.name!r} must be {' or '.join(names)}, got {value!r}"
             )
+        allow_zero = bool(f.metadata.get("allow_zero"))
         if isinstance(value, _NUMERIC) and not isinstance(value, bool):
-            if value < 0 or (value == 0 and not f.metadata.get("allow_zero")):
-                bound = ">= 0" if f.metadata.get("allow_zero") else "> 0"
-                raise ValueError(f"{label}: field {f.name!r} must be {bound}, got {value!r}")
+            _check_number(label, f.name, value, allow_zero)
+        if isinstance(value, tuple | list):
+            _validate_items(label, f, value)
+        if isinstance(value, dict):
+            bad = [(k, v) for k, v in value.items()
+                   if not isinstance(k, str) or not isinstance(v, str) or not v.strip()]
+            if bad:
+                raise ValueError(f"{label}: field {f.name!r} must map field names to non-empty "
+                                 f"text, got {bad[0][0]!r} = {bad[0][1]!r}")
+        choices = f.metadata.get("choices")
+        if choices and value not in choices:
+            near = close_matches(str(value), choices)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"{label}: field {f.name!r} must be one of "
+                             f"{', '.join(map(repr, choices))}; got {value!r}{hint}")
         if f.name in ("name", "source") and not str(value).strip():
             raise ValueError(f"{label}: field {f.name!r} must not be empty")
     if isinstance(obj.aliases, list):
         object.__setattr__(obj, "aliases", tuple(obj.aliases))
+
+
+def _validate_items(label: str, f: dataclasses.Field, items) -> None:
+    """The elements of a list field: text (aliases) or numbers (ports, speeds), as declared."""
+    text = str(f.type)
+    if "str" in text:
+        for item in items:
+            if not isinstance(item, str) or not item.strip():
+                raise ValueError(f"{label}: field {f.name!r} must be a list of non-empty "
+                                 f"strings, got {list(items)!r}")
+        return
+    kinds = (int,) if "int" in text and "float" not in text else _NUMERIC
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, kinds):
+            noun = "whole numbers" if kinds == (int,) else "numbers"
+            raise ValueError(f"{label}: field {f.name!r} must be a list of {noun}, "
+                             f"got {list(items)!r}")
+        _check_number(label, f.name, item, bool(f.metadata.get("allow_zero")))
 
 
 def read_toml(path: Path | str, what: str = "catalog") -> dict[str, Any]:
@@ -323,6 +380,7 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     }
     out: dict[str, Any] = {}
+    taken: dict[str, str] = {}  # normalised name or alias -> the entry it finds
     for i, entry in enumerate(entries, start=1):
         where = f"{path.name}: [[{table}]] entry {i} ({entry.get('name', '<no name>')!r})"
         check_fields(entry, known, required, where)
@@ -332,12 +390,20 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
             if not isinstance(src, str) or not src.strip():
                 raise ValueError(f"{where}: sources.{key} must be a non-empty string")
         try:
-            obj = cls(**{k: tuple(v) if k == "aliases" else v for k, v in entry.items()})
+            obj = cls(**{k: tuple(v) if k == "aliases" and isinstance(v, list) else v
+                         for k, v in entry.items()})
         except ValueError as exc:
             detail = str(exc).split(": ", 1)[-1]
             raise ValueError(f"{where}: {detail}") from None
         if obj.name in out:
             raise ValueError(f"{where}: duplicate name {obj.name!r}")
+        for alias in (obj.name, *obj.aliases):
+            owner = taken.get(_norm(alias))
+            if owner is not None and owner != obj.name:
+                field_name = "name" if alias == obj.name else "aliases"
+                raise ValueError(f"{where}: field {field_name!r}: {alias!r} is already a name "
+                                 f"or alias of entry {owner!r}; a lookup would be ambiguous")
+            taken[_norm(alias)] = obj.name
         out[obj.name] = obj
     return out
 
@@ -345,7 +411,15 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
 # --------------------------------------------------------------------------- lookups
 @functools.cache
 def _gpus() -> dict[str, GPU]:
-    return load_entries(DATA_DIR / "gpus.toml", "gpu", GPU)
+    found = load_entries(DATA_DIR / "gpus.toml", "gpu", GPU)
+    links_ = _links()
+    for i, g in enumerate(found.values(), start=1):
+        if g.scaleout_link is not None and g.scaleout_link not in links_:
+            near = close_matches(g.scaleout_link, links_)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"gpus.toml: [[gpu]] entry {i} ({g.name!r}): field 'scaleout_link' "
+                             f"names {g.scaleout_link!r}, which is not in links.toml{hint}")
+    return found
 
 
 @functools.cache
@@ -368,24 +442,41 @@ def _systems() -> dict[str, System]:
 
 
 def _norm(text: str) -> str:
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+    """A name as lookups compare it: case and runs of whitespace ignored, nothing else.
+
+    Dots, dashes and slashes stay significant: ``"megatron-17b"`` is not
+    ``"megatron-1.7b"``, and ``"400GbE"`` is not ``"4.00GbE"``.
+    """
+    return " ".join(text.split()).casefold()
 
 
-def _lookup(kind: str, table: dict, key):
+def lookup(kind: str, table: dict, key, param: str | None = None):
+    """The entry whose name or alias is ``key`` (see :func:`_norm`); else close matches.
+
+    Every catalog of the library looks its names up with this (GPUs, models, links,
+    systems, switch chips, optical modules, scale-up domains): ``table`` maps names to
+    :class:`Entry` subclasses.
+
+    ``param`` is the caller's parameter, named in the message when it is not ``kind``
+    (``inter: link 'x' is not in the catalog``).
+    """
+    lead = f"{param}: " if param and param != kind else ""
+    if not isinstance(key, str):
+        raise ValueError(f"{lead}{kind} must be a catalog name (text), got {key!r}")
     index: dict[str, str] = {}
     for name, obj in table.items():
         for alias in (name, *obj.aliases):
             index.setdefault(_norm(alias), name)
-    hit = index.get(_norm(str(key)))
+    hit = index.get(_norm(key))
     if hit is not None:
         return table[hit]
     choices = [alias for obj in table.values() for alias in (obj.name, *obj.aliases)]
     near = close_matches(str(key), choices)
     hint = f"did you mean {' or '.join(map(repr, near))}?" if near else f"known: {', '.join(table)}"
-    raise ValueError(f"{kind} {key!r} is not in the catalog; {hint}")
+    raise ValueError(f"{lead}{kind} {key!r} is not in the catalog; {hint}")
 
 
-def gpu(spec: str | GPU | dict) -> GPU:
+def gpu(spec: str | GPU | dict, *, param: str | None = None) -> GPU:
     """A GPU by catalog name or alias (``"H100"``, ``"a100-80gb"``), or a user-defined one.
 
     Parameters
@@ -402,25 +493,55 @@ def gpu(spec: str | GPU | dict) -> GPU:
         return spec
     if isinstance(spec, dict):
         return GPU(**{"source": "user-defined", **spec})
-    return _lookup("gpu", _gpus(), spec)
+    return lookup("gpu", _gpus(), spec, param)
 
 
-def model(spec: str | ModelSpec | dict) -> ModelSpec:
-    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or user-defined."""
+def model(spec: str | ModelSpec | dict, *, param: str | None = None) -> ModelSpec:
+    """A model by catalog name or alias (``"gpt3-175b"``, ``"llama3-70b"``), or user-defined.
+
+    ``param`` (here and in the other lookups): the caller's parameter name, for messages.
+    """
     if isinstance(spec, ModelSpec):
         return spec
     if isinstance(spec, dict):
         return ModelSpec(**{"source": "user-defined", "name": "custom", **spec})
-    return _lookup("model", _models(), spec)
+    return lookup("model", _models(), spec, param)
 
 
-def link(spec: str | Link | dict) -> Link:
+#: The vocabulary of a custom GPT-shaped model: Megatron-LM's 51,200 (GPT-2's 50,257 padded to
+#: a multiple of 1,024; Narayanan et al. 2021, Table 1's setting).
+CUSTOM_VOCAB = 51_200
+
+
+def custom_model(n_layers: int, hidden: int, n_heads: int, *, vocab: int = CUSTOM_VOCAB,
+                 seq_len: int = 2048, base: str | ModelSpec | None = None,
+                 name: str = "custom") -> ModelSpec:
+    """A user-defined model of ``n_layers`` layers, width ``hidden`` and ``n_heads`` heads.
+
+    Without ``base`` it is GPT-shaped, as Megatron-LM's Table 1 models are: a 4h MLP of two
+    matrices, as many KV heads as heads, learned positions, biases, tied embeddings, and a
+    vocabulary of :data:`CUSTOM_VOCAB`. With ``base`` (a catalog model) every other field
+    (vocabulary, MLP width and gating, KV heads, norms) is the base's, and ``vocab`` and
+    ``seq_len`` are ignored: the memory explorer's "custom from" control. The one way every
+    explorer and report builds a custom model.
+    """
+    dims = {"n_layers": n_layers, "hidden": hidden, "n_heads": n_heads}
+    for key, value in dims.items():
+        check_int(key, value)
+    if base is None:
+        return model({"name": name, **dims, "vocab": check_int("vocab", vocab),
+                      "seq_len": check_int("seq_len", seq_len)})
+    return model(base).replace(name=name, source="user-defined", aliases=(),
+                               params_published=None, **dims)
+
+
+def link(spec: str | Link | dict, *, param: str | None = None) -> Link:
     """A link or network port (``"NVLink 4"``, ``"InfiniBand NDR"``, ``"TCP 100GbE"``)."""
     if isinstance(spec, Link):
         return spec
     if isinstance(spec, dict):
         return Link(**{"source": "user-defined", "name": "custom", "year": 2025, **spec})
-    return _lookup("link", _links(), spec)
+    return lookup("link", _links(), spec, param)
 
 
 def links() -> list[Link]:
@@ -437,7 +558,7 @@ def system(spec: str | System) -> System:
     """A scale-up system (``"DGX H100"``, ``"GB200 NVL72"``) by name or alias."""
     if isinstance(spec, System):
         return spec
-    return _lookup("system", _systems(), spec)
+    return lookup("system", _systems(), spec)
 
 
 def published(table: str) -> dict[str, Any]:

@@ -45,7 +45,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import catalog, units
-from .checks import check_choice, check_int, check_positive
+from .catalog import Link
+from .checks import (
+    MAX_QUANTITY,
+    check_array,
+    check_choice,
+    check_divides,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "ALGORITHMS",
@@ -54,6 +62,7 @@ __all__ = [
     "AllReduceSchedule",
     "AlphaBeta",
     "DoubleBinaryTree",
+    "NodeNetwork",
     "algbw",
     "algorithm_crossover_bytes",
     "busbw",
@@ -86,7 +95,9 @@ class AlphaBeta:
 
     def __post_init__(self) -> None:
         check_positive("latency_s", self.latency_s, allow_zero=True)
-        check_positive("bandwidth_bytes_s", self.bandwidth_bytes_s)
+        # up to MAX_QUANTITY, not a physical bound: 1e30 B/s stands for "no bandwidth term"
+        # in a what-if (a latency-only link)
+        check_positive("bandwidth_bytes_s", self.bandwidth_bytes_s, maximum=MAX_QUANTITY)
 
     @property
     def beta_s_per_byte(self) -> float:
@@ -94,24 +105,22 @@ class AlphaBeta:
         return 1.0 / self.bandwidth_bytes_s
 
 
-def _sizes(size_bytes):
-    arr = np.asarray(size_bytes, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"size_bytes must be finite numbers >= 0, got {size_bytes!r}")
-    return arr
+def _sizes(size_bytes, name: str = "size_bytes"):
+    """Message sizes as a float array (finite, >= 0, at most :data:`scaleout.checks.MAX_BYTES`)."""
+    return check_array(name, size_bytes)
 
 
-def _link(link) -> AlphaBeta:
+def _link(link, name: str = "link") -> AlphaBeta:
     if isinstance(link, AlphaBeta):
         return link
     if isinstance(link, str):
-        link = catalog.link(link)
+        link = catalog.link(link, param=name)
     # catalog links (scaleout.catalog.Link) and anything with the two figures
     try:
         return AlphaBeta(link.latency_s, link.bandwidth_bytes_s)
     except AttributeError:
         raise ValueError(
-            f"link must be a catalog link name, a catalog Link or an AlphaBeta, got {link!r}"
+            f"{name} must be a catalog link name, a catalog Link or an AlphaBeta, got {link!r}"
         ) from None
 
 
@@ -140,8 +149,8 @@ def busbw_factor(op: str, n: int) -> float:
 
 
 def algbw(size_bytes, time_s):
-    """Algorithm bandwidth S / t in bytes per second (NCCL-tests)."""
-    return _out(_sizes(size_bytes) / np.asarray(time_s, dtype=float))
+    """Algorithm bandwidth S / t in bytes per second (NCCL-tests); ``time_s`` must be > 0."""
+    return _out(_sizes(size_bytes) / check_array("time_s", time_s, allow_zero=False))
 
 
 def busbw(size_bytes, time_s, op: str, n: int):
@@ -280,6 +289,7 @@ def hierarchical_all_reduce_time(
     """
     n_nodes = check_int("n_nodes", n_nodes)
     g = check_int("gpus_per_node", gpus_per_node)
+    intra, inter = _link(intra, "intra"), _link(inter, "inter")
     S = _sizes(size_bytes)
     t = collective_time("reduce_scatter", S, g, intra) if g > 1 else 0.0
     t = t + collective_time("all_reduce", S / g, n_nodes, inter, inter_algorithm)
@@ -588,3 +598,99 @@ def double_binary_tree(n: int) -> DoubleBinaryTree:
     else:
         second = tuple(-1 if (p := first[(r - 1) % n]) == -1 else (p + 1) % n for r in range(n))
     return DoubleBinaryTree(n=n, parents=(first, second))
+
+
+# =========================================================================== a network of nodes
+#: Collectives a :class:`NodeNetwork` times.
+_FABRIC_OPS = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+def _resolve_link(name: str, value) -> Link | AlphaBeta:
+    if isinstance(value, AlphaBeta | Link):
+        return value
+    if isinstance(value, str | dict):
+        return catalog.link(value, param=name)
+    raise ValueError(
+        f"{name} must be a catalog link name, a catalog Link or an AlphaBeta, got {value!r}"
+    )
+
+
+def _link_label(link: Link | AlphaBeta) -> str:
+    if isinstance(link, Link):
+        return link.name
+    return f"α={link.latency_s * 1e6:g} µs, B={link.bandwidth_bytes_s / 1e9:g} GB/s"
+
+
+@dataclass(frozen=True)
+class NodeNetwork:
+    """GPUs grouped in nodes: a scale-up link inside a node, a network port per GPU between nodes.
+
+    ``gpus_per_node`` GPUs share one NVLink (scale-up) domain joined by
+    ``intra``; every GPU has its own network port of type ``inter`` (one
+    400 Gb/s NIC per GPU in a DGX H100). A collective over ``n`` GPUs stays on
+    ``intra`` when ``n <= gpus_per_node``; otherwise it crosses the network:
+
+    * ``hierarchical=True``: reduce-scatter inside each node, the collective
+      across nodes on ``1/gpus_per_node`` of the data (all GPUs of a node in
+      parallel, one per rail), all-gather inside each node
+      (:func:`scaleout.hierarchical_all_reduce_time`);
+    * ``hierarchical=False``: one flat ring (or tree) over all ``n`` GPUs,
+      paced by its slowest link, the network.
+
+    ``inter_algorithm`` is the algorithm across nodes (``"ring"``, ``"tree"``, ...,
+    see :data:`scaleout.ALGORITHMS`). Links are catalog names
+    (``"NVLink 4"``, ``"InfiniBand NDR"``, ``"RoCE v2 400GbE"``, ``"TCP/IP 100GbE"``),
+    catalog :class:`~scaleout.catalog.Link` s or :class:`~scaleout.collectives.AlphaBeta` s.
+    """
+
+    intra: str | Link | AlphaBeta = "NVLink 4"
+    inter: str | Link | AlphaBeta = "InfiniBand NDR"
+    gpus_per_node: int = 8
+    hierarchical: bool = True
+    inter_algorithm: str = "ring"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "intra", _resolve_link("intra", self.intra))
+        object.__setattr__(self, "inter", _resolve_link("inter", self.inter))
+        object.__setattr__(self, "gpus_per_node", check_int("gpus_per_node", self.gpus_per_node))
+        check_choice("inter_algorithm", self.inter_algorithm, ALGORITHMS)
+
+    @property
+    def label(self) -> str:
+        """``"8 × NVLink 4 per node, InfiniBand NDR between nodes (hierarchical)"``."""
+        how = "hierarchical" if self.hierarchical else f"flat {self.inter_algorithm}"
+        return (f"{self.gpus_per_node} × {_link_label(self.intra)} per node, "
+                f"{_link_label(self.inter)} between nodes ({how})")
+
+    def crosses_network(self, n: int) -> bool:
+        """Whether a group of ``n`` GPUs spans more than one node."""
+        return check_int("n", n) > self.gpus_per_node
+
+    def time(self, op: str, size_bytes, n: int, *, name: str = "n"):
+        """Seconds for one collective of ``size_bytes`` over ``n`` GPUs of this network.
+
+        ``op`` is ``"all_reduce"``, ``"reduce_scatter"`` or ``"all_gather"`` with
+        sizes as :mod:`scaleout.collectives` takes them (the full buffer; the
+        gathered output for all-gather). Array-friendly in ``size_bytes``.
+        A group larger than a node must fill whole nodes: ``gpus_per_node``
+        must divide ``n``. ``name`` is the caller's name for ``n`` (``"n_gpus"``, ``"dp"``),
+        used in messages.
+        """
+        op = check_choice("op", op, _FABRIC_OPS)
+        n = check_int(name, n)
+        g = self.gpus_per_node
+        if n <= g:
+            return collective_time(op, size_bytes, n, self.intra)
+        check_divides("gpus_per_node", g, f"{name} (GPUs in the group)", n)
+        if not self.hierarchical:
+            return collective_time(op, size_bytes, n, self.inter,
+                                               self.inter_algorithm)
+        nodes = n // g
+        if op == "all_reduce":
+            return hierarchical_all_reduce_time(
+                size_bytes, nodes, g, self.intra, self.inter, self.inter_algorithm)
+        S = np.asarray(size_bytes, dtype=float)
+        inside = collective_time(op, S, g, self.intra) if g > 1 else 0.0
+        across = collective_time(op, S / g, nodes, self.inter, self.inter_algorithm)
+        total = np.asarray(inside) + np.asarray(across)
+        return float(total) if total.ndim == 0 else total

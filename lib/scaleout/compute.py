@@ -20,11 +20,9 @@ Taught in ``notebooks/01_scale_up_limits.ipynb`` and (MFU) the planner notebook.
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import catalog
 from .catalog import ModelSpec
-from .checks import check_int, check_positive
+from .checks import MAX_SECONDS, check_array, check_bool, check_int, check_positive, int_bound
 from .memory import param_count
 from .units import SECONDS_PER_DAY
 
@@ -51,8 +49,11 @@ def forward_flops(tokens, params, n_layers, hidden, seq_len):
     the planner calls it per layer (``params`` = one layer's, ``n_layers`` = 1)
     and for the output layer (``params = V h``, ``n_layers`` = 0).
     """
-    tokens, params, n_layers, hidden, seq_len = (
-        np.asarray(x, dtype=float) for x in (tokens, params, n_layers, hidden, seq_len))
+    tokens = check_array("tokens", tokens)
+    params = check_array("params", params)
+    n_layers, hidden, seq_len = (check_array(name, x, maximum=int_bound(name)) for name, x in
+                                 (("n_layers", n_layers), ("hidden", hidden),
+                                  ("seq_len", seq_len)))
     return tokens * (2 * params + 4 * n_layers * hidden * seq_len)
 
 
@@ -62,8 +63,11 @@ def utilisation(flops, seconds, n_gpus, peak_flops_per_gpu):
     Array-friendly kernel of :func:`mfu` and :func:`hfu`; which FLOPs are
     counted (the model's alone, or recomputation too) makes it one or the other.
     """
-    return np.asarray(flops, dtype=float) / (
-        np.asarray(seconds, dtype=float) * np.asarray(n_gpus) * np.asarray(peak_flops_per_gpu))
+    flops = check_array("flops", flops)
+    seconds = check_array("seconds", seconds, allow_zero=False, maximum=MAX_SECONDS)
+    n_gpus = check_array("n_gpus", n_gpus, integer=True, minimum=1)
+    peak = check_array("peak_flops_per_gpu", peak_flops_per_gpu, allow_zero=False)
+    return flops / (seconds * n_gpus * peak)
 
 
 def flops_per_token(
@@ -81,6 +85,8 @@ def flops_per_token(
     sequence length. With ``recompute=True`` a full extra forward pass is
     added (``8N + 16 l h s``): the hardware FLOPs that HFU counts.
     """
+    check_bool("attention", attention)
+    check_bool("recompute", recompute)
     m = catalog.model(model)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
     passes = 4 if recompute else 3  # forward = 1, backward = 2, recomputed forward = 1
@@ -108,6 +114,7 @@ def megatron_iteration_flops(
     projection still three: ``72 B s l h^2 (1 + s/(6h) + V/(12 l h))``, the model
     FLOPs of Korthikanti et al. 2022 (arXiv 2205.05198), App. A.
     """
+    check_bool("recompute", recompute)
     m = catalog.model(model)
     B = check_int("global_batch", global_batch)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
@@ -153,6 +160,7 @@ def hfu(
     recompute: bool = True,
 ) -> float:
     """Hardware FLOPs utilisation: as :func:`mfu`, counting recomputed FLOPs too (PaLM App. B)."""
+    check_bool("recompute", recompute)
     check_positive("tokens_per_s", tokens_per_s)
     n_gpus = check_int("n_gpus", n_gpus)
     check_positive("peak_tflops_per_gpu", peak_tflops_per_gpu)
@@ -170,6 +178,7 @@ def training_seconds(
     backward) plus 2 (the forward recomputed under full activation
     recomputation); without recomputation it is 6.
     """
+    check_bool("recompute", recompute)
     check_positive("params", params)
     check_positive("tokens", tokens)
     n_gpus = check_int("n_gpus", n_gpus)

@@ -40,10 +40,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import catalog, collectives, compute, memory
-from .catalog import Link, ModelSpec
-from .checks import check_choice, check_divides, check_int, check_positive
-from .collectives import AlphaBeta
+from . import catalog, compute, memory
+from .catalog import ModelSpec
+from .checks import (
+    MAX_TOKENS,
+    MAX_WORK,
+    check_array,
+    check_bool,
+    check_int,
+    check_positive,
+    check_work,
+)
+from .collectives import NodeNetwork
 from .units import MIB
 
 __all__ = [
@@ -76,98 +84,8 @@ BACKWARD_FRACTION = 2 / 3
 #: H100 in BF16 (Llama Team 2024, arXiv 2407.21783, Table 4), about 40% of the 989 peak.
 ACHIEVED_TFLOPS = 400.0
 
-#: Collectives a :class:`Fabric` times.
-_FABRIC_OPS = ("all_reduce", "reduce_scatter", "all_gather")
-
-
-def _resolve_link(name: str, value) -> Link | AlphaBeta:
-    if isinstance(value, AlphaBeta | Link):
-        return value
-    if isinstance(value, str | dict):
-        return catalog.link(value)
-    raise ValueError(
-        f"{name} must be a catalog link name, a catalog Link or an AlphaBeta, got {value!r}"
-    )
-
-
-def _link_label(link: Link | AlphaBeta) -> str:
-    if isinstance(link, Link):
-        return link.name
-    return f"α={link.latency_s * 1e6:g} µs, B={link.bandwidth_bytes_s / 1e9:g} GB/s"
-
-
-@dataclass(frozen=True)
-class Fabric:
-    """GPUs grouped in nodes: a scale-up link inside a node, a network port per GPU between nodes.
-
-    ``gpus_per_node`` GPUs share one NVLink (scale-up) domain joined by
-    ``intra``; every GPU has its own network port of type ``inter`` (one
-    400 Gb/s NIC per GPU in a DGX H100). A collective over ``n`` GPUs stays on
-    ``intra`` when ``n <= gpus_per_node``; otherwise it crosses the network:
-
-    * ``hierarchical=True``: reduce-scatter inside each node, the collective
-      across nodes on ``1/gpus_per_node`` of the data (all GPUs of a node in
-      parallel, one per rail), all-gather inside each node
-      (:func:`scaleout.collectives.hierarchical_all_reduce_time`);
-    * ``hierarchical=False``: one flat ring (or tree) over all ``n`` GPUs,
-      paced by its slowest link, the network.
-
-    ``inter_algorithm`` is the algorithm across nodes (``"ring"``, ``"tree"``, ...,
-    see :data:`scaleout.collectives.ALGORITHMS`). Links are catalog names
-    (``"NVLink 4"``, ``"InfiniBand NDR"``, ``"RoCE v2 400GbE"``, ``"TCP/IP 100GbE"``),
-    catalog :class:`~scaleout.catalog.Link` s or :class:`~scaleout.collectives.AlphaBeta` s.
-    """
-
-    intra: str | Link | AlphaBeta = "NVLink 4"
-    inter: str | Link | AlphaBeta = "InfiniBand NDR"
-    gpus_per_node: int = 8
-    hierarchical: bool = True
-    inter_algorithm: str = "ring"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "intra", _resolve_link("intra", self.intra))
-        object.__setattr__(self, "inter", _resolve_link("inter", self.inter))
-        object.__setattr__(self, "gpus_per_node", check_int("gpus_per_node", self.gpus_per_node))
-        check_choice("inter_algorithm", self.inter_algorithm, collectives.ALGORITHMS)
-
-    @property
-    def label(self) -> str:
-        """``"8 × NVLink 4 per node, InfiniBand NDR between nodes (hierarchical)"``."""
-        how = "hierarchical" if self.hierarchical else f"flat {self.inter_algorithm}"
-        return (f"{self.gpus_per_node} × {_link_label(self.intra)} per node, "
-                f"{_link_label(self.inter)} between nodes ({how})")
-
-    def crosses_network(self, n: int) -> bool:
-        """Whether a group of ``n`` GPUs spans more than one node."""
-        return check_int("n", n) > self.gpus_per_node
-
-    def time(self, op: str, size_bytes, n: int):
-        """Seconds for one collective of ``size_bytes`` over ``n`` GPUs of this fabric.
-
-        ``op`` is ``"all_reduce"``, ``"reduce_scatter"`` or ``"all_gather"`` with
-        sizes as :mod:`scaleout.collectives` takes them (the full buffer; the
-        gathered output for all-gather). Array-friendly in ``size_bytes``.
-        A group larger than a node must fill whole nodes: ``gpus_per_node``
-        must divide ``n``.
-        """
-        op = check_choice("op", op, _FABRIC_OPS)
-        n = check_int("n", n)
-        g = self.gpus_per_node
-        if n <= g:
-            return collectives.collective_time(op, size_bytes, n, self.intra)
-        check_divides("gpus_per_node", g, "n (GPUs in the group)", n)
-        if not self.hierarchical:
-            return collectives.collective_time(op, size_bytes, n, self.inter,
-                                               self.inter_algorithm)
-        nodes = n // g
-        if op == "all_reduce":
-            return collectives.hierarchical_all_reduce_time(
-                size_bytes, nodes, g, self.intra, self.inter, self.inter_algorithm)
-        S = np.asarray(size_bytes, dtype=float)
-        inside = collectives.collective_time(op, S, g, self.intra) if g > 1 else 0.0
-        across = collectives.collective_time(op, S / g, nodes, self.inter, self.inter_algorithm)
-        total = np.asarray(inside) + np.asarray(across)
-        return float(total) if total.ndim == 0 else total
+#: The per-node network of earlier versions; the class is :class:`scaleout.collectives.NodeNetwork`.
+Fabric = NodeNetwork
 
 
 # =========================================================================== gradients
@@ -180,33 +98,29 @@ def gradient_bytes(params, recipe: str | memory.PrecisionRecipe = "mixed-adam"):
     2 bytes each (ZeRO Sec. 3.1); Megatron-LM's bf16 recipe reduces fp32
     gradients, 4 bytes (:data:`scaleout.memory.RECIPES`). Array-friendly.
     """
-    p = np.asarray(params, dtype=float)
-    if not np.all(np.isfinite(p)) or np.any(p <= 0):
-        raise ValueError(f"params must be finite numbers > 0, got {params!r}")
+    p = check_array("params", params, allow_zero=False)
     out = p * memory.get_recipe(recipe).grad_bytes
     return float(out) if out.ndim == 0 else out
 
 
-def gradient_all_reduce_time(grad_bytes, n_gpus: int, fabric: Fabric | None = None):
+def gradient_all_reduce_time(grad_bytes, n_gpus: int, fabric: NodeNetwork | None = None):
     """Seconds to all-reduce ``grad_bytes`` of gradients over ``n_gpus`` replicas (one bucket).
 
     Ring inside a node; across nodes hierarchical or flat as the
-    :class:`Fabric` says (:func:`scaleout.collectives.collective_time`,
+    :class:`NodeNetwork` says (:func:`scaleout.collectives.collective_time`,
     :func:`~scaleout.collectives.hierarchical_all_reduce_time`). A ring moves
     ``2(n−1)/n`` of the gradients per GPU: almost twice the gradients whatever
     ``n`` is, while its latency term ``2(n−1)α`` grows with ``n``.
     """
-    return (fabric or Fabric()).time("all_reduce", grad_bytes, n_gpus)
+    grad_bytes = check_array("grad_bytes", grad_bytes)
+    out = (fabric or NodeNetwork()).time("all_reduce", grad_bytes, n_gpus, name="n_gpus")
+    return float(out) if np.ndim(out) == 0 else out
 
 
 # =========================================================================== buckets
 def _grad_and_bucket(grad_bytes, bucket_bytes):
-    G = np.asarray(grad_bytes, dtype=float)
-    B = np.asarray(bucket_bytes, dtype=float)
-    if not np.all(np.isfinite(G)) or np.any(G <= 0):
-        raise ValueError(f"grad_bytes must be finite numbers > 0, got {grad_bytes!r}")
-    if not np.all(np.isfinite(B)) or np.any(B <= 0):
-        raise ValueError(f"bucket_bytes must be finite numbers > 0, got {bucket_bytes!r}")
+    G = check_array("grad_bytes", grad_bytes, allow_zero=False)
+    B = check_array("bucket_bytes", bucket_bytes, allow_zero=False)
     B = np.minimum(B, G)  # a bucket larger than the gradients holds them all
     return G, B
 
@@ -226,12 +140,13 @@ def _bucket_parts(grad_bytes, bucket_bytes, n_gpus, fabric):
     G, B = _grad_and_bucket(grad_bytes, bucket_bytes)
     k = np.ceil(G / B * (1 - 1e-12))
     last = G - (k - 1) * B
-    f = fabric or Fabric()
+    f = fabric or NodeNetwork()
     if np.ndim(k) == 0:
-        full_s, last_s = np.asarray(f.time("all_reduce", np.array([B, last]), n_gpus))
+        full_s, last_s = np.asarray(f.time("all_reduce", np.array([B, last]), n_gpus,
+                                           name="n_gpus"))
     else:
-        full_s = np.asarray(f.time("all_reduce", B, n_gpus))
-        last_s = np.asarray(f.time("all_reduce", last, n_gpus))
+        full_s = np.asarray(f.time("all_reduce", B, n_gpus, name="n_gpus"))
+        last_s = np.asarray(f.time("all_reduce", last, n_gpus, name="n_gpus"))
     return k, full_s, last_s, B
 
 
@@ -247,7 +162,8 @@ def _schedule(k, full_s, last_s, backward_s, delta_s, overlap: bool):
     return comm, np.where(k > 1, np.maximum(0.0, end_prev - backward_s), 0.0) + last_s
 
 
-def bucketed_all_reduce_time(grad_bytes, bucket_bytes, n_gpus: int, fabric: Fabric | None = None):
+def bucketed_all_reduce_time(grad_bytes, bucket_bytes, n_gpus: int,
+                             fabric: NodeNetwork | None = None):
     """Total seconds of all bucket all-reduces, one after another: ``(k−1)·T(B) + T(last)``.
 
     ``k = ceil(G/B)`` buckets of ``B`` bytes (the last holds the remainder),
@@ -260,7 +176,7 @@ def bucketed_all_reduce_time(grad_bytes, bucket_bytes, n_gpus: int, fabric: Fabr
 
 
 def exposed_comm_time(grad_bytes, bucket_bytes, backward_s, n_gpus: int,
-                      fabric: Fabric | None = None, overlap: bool = True):
+                      fabric: NodeNetwork | None = None, overlap: bool = True):
     """Seconds of gradient communication the backward pass does NOT hide.
 
     Model (Li et al. 2020, Sec. 3.2.3 and Fig. 3): gradients appear at a steady
@@ -279,9 +195,8 @@ def exposed_comm_time(grad_bytes, bucket_bytes, backward_s, n_gpus: int,
     ``backward_s``; :func:`bucket_timeline` simulates the same schedule bucket
     by bucket.
     """
-    back = np.asarray(backward_s, dtype=float)
-    if not np.all(np.isfinite(back)) or np.any(back < 0):
-        raise ValueError(f"backward_s must be finite numbers >= 0, got {backward_s!r}")
+    check_bool("overlap", overlap)
+    back = check_array("backward_s", backward_s)
     k, full, last, B = _bucket_parts(grad_bytes, bucket_bytes, n_gpus, fabric)
     delta = back * B / np.asarray(grad_bytes, dtype=float)
     _, out = _schedule(k, full, last, back, delta, overlap)
@@ -314,7 +229,7 @@ class BucketTimeline:
 
 
 def bucket_timeline(grad_bytes: float, bucket_bytes: float, backward_s: float, n_gpus: int,
-                    fabric: Fabric | None = None, overlap: bool = True) -> BucketTimeline:
+                    fabric: NodeNetwork | None = None, overlap: bool = True) -> BucketTimeline:
     """The schedule of :func:`exposed_comm_time`, simulated bucket by bucket (for figures).
 
     Bucket ``i`` is ready at ``backward_s × (bytes in buckets 1..i) / G`` and
@@ -322,13 +237,17 @@ def bucket_timeline(grad_bytes: float, bucket_bytes: float, backward_s: float, n
     in PyTorch DDP; Li et al. 2020, Sec. 3.2.3); without overlap no bucket
     starts before ``backward_s``.
     """
+    check_bool("overlap", overlap)
     G = check_positive("grad_bytes", grad_bytes)
     B = min(check_positive("bucket_bytes", bucket_bytes), G)
     back = check_positive("backward_s", backward_s, allow_zero=True)
     k = n_buckets(G, B)
+    check_work(f"a timeline of {k:,} buckets (grad_bytes / bucket_bytes)", k,
+               "use larger buckets", limit=MAX_WORK // 100)
     sizes = np.full(k, B)
     sizes[-1] = G - (k - 1) * B
-    comm = np.asarray((fabric or Fabric()).time("all_reduce", sizes, n_gpus), dtype=float)
+    comm = np.asarray((fabric or NodeNetwork()).time("all_reduce", sizes, n_gpus, name="n_gpus"),
+                      dtype=float)
     ready = back * np.cumsum(sizes) / G
     ready[-1] = back
     start, end = np.empty(k), np.empty(k)
@@ -353,9 +272,7 @@ def compute_time(model: str | ModelSpec, tokens_per_gpu, achieved_tflops: float 
     """
     rate = check_positive("achieved_tflops", achieved_tflops) * 1e12
     mp = check_int("model_parallel", model_parallel)
-    tokens = np.asarray(tokens_per_gpu, dtype=float)
-    if not np.all(np.isfinite(tokens)) or np.any(tokens <= 0):
-        raise ValueError(f"tokens_per_gpu must be finite numbers > 0, got {tokens_per_gpu!r}")
+    tokens = check_array("tokens_per_gpu", tokens_per_gpu, allow_zero=False, maximum=MAX_TOKENS)
     out = compute.flops_per_token(model, seq_len) * tokens / mp / rate
     return float(out) if out.ndim == 0 else out
 
@@ -398,7 +315,8 @@ def _step_parts(model, batch_per_gpu, seq_len, achieved_tflops, recipe, tp, pp):
     return m, grads, compute_time(m, b * s, achieved_tflops, s, tp * pp)
 
 
-def _comm(grads: float, bucket_bytes, backward_s: float, n: int, fabric: Fabric, overlap: bool):
+def _comm(grads: float, bucket_bytes, backward_s: float, n: int, fabric: NodeNetwork,
+          overlap: bool):
     """(buckets, all-reduce seconds of all buckets, exposed seconds) for one GPU count."""
     k, full, last, B = _bucket_parts(grads, bucket_bytes, n, fabric)
     comm, exposed = _schedule(k, full, last, backward_s, backward_s * B / grads, overlap)
@@ -412,7 +330,7 @@ def dp_step(
     batch_per_gpu: int = 8,
     seq_len: int | None = None,
     achieved_tflops: float = ACHIEVED_TFLOPS,
-    fabric: Fabric | None = None,
+    fabric: NodeNetwork | None = None,
     bucket_bytes: float = DDP_BUCKET_BYTES,
     overlap: bool = True,
     recipe: str | memory.PrecisionRecipe = "mixed-adam",
@@ -433,10 +351,11 @@ def dp_step(
 
     Weak scaling: ``batch_per_gpu`` stays fixed as ``n_gpus`` grows.
     """
+    check_bool("overlap", overlap)
     n_gpus = check_int("n_gpus", n_gpus)
     _, grads, comp = _step_parts(model, batch_per_gpu, seq_len, achieved_tflops, recipe, tp, pp)
     back = comp * BACKWARD_FRACTION
-    k, comm, exposed = _comm(grads, bucket_bytes, back, n_gpus, fabric or Fabric(), overlap)
+    k, comm, exposed = _comm(grads, bucket_bytes, back, n_gpus, fabric or NodeNetwork(), overlap)
     return DPStep(n_gpus=n_gpus, grad_bytes=grads, n_buckets=k, compute_s=comp,
                   backward_s=back, comm_s=comm, exposed_comm_s=exposed)
 
@@ -448,7 +367,7 @@ def weak_scaling(
     batch_per_gpu: int = 8,
     seq_len: int | None = None,
     achieved_tflops: float = ACHIEVED_TFLOPS,
-    fabric: Fabric | None = None,
+    fabric: NodeNetwork | None = None,
     bucket_bytes: float = DDP_BUCKET_BYTES,
     overlap: bool = True,
     recipe: str | memory.PrecisionRecipe = "mixed-adam",
@@ -460,9 +379,12 @@ def weak_scaling(
     Keys: ``n_gpus``, ``efficiency``, ``effective_gpus`` (``n × efficiency``),
     ``step_s``, ``exposed_comm_s``, ``comm_s``, ``compute_s``.
     """
+    check_bool("overlap", overlap)
     _, grads, comp = _step_parts(model, batch_per_gpu, seq_len, achieved_tflops, recipe, tp, pp)
     back = comp * BACKWARD_FRACTION
-    fab = fabric or Fabric()
+    fab = fabric or NodeNetwork()
+    if isinstance(n_gpus, str | bytes) or np.ndim(n_gpus) != 1 or len(n_gpus) == 0:
+        raise ValueError(f"n_gpus must be a non-empty list of GPU counts, got {n_gpus!r}")
     ns = np.array([check_int("n_gpus", n) for n in n_gpus])
     parts = np.array([_comm(grads, bucket_bytes, back, int(n), fab, overlap)[1:] for n in ns])
     comm, exposed = parts[:, 0], parts[:, 1]

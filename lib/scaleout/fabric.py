@@ -58,8 +58,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import catalog, collectives, units
-from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
-from .checks import check_choice, check_int, check_positive, check_range
+from .catalog import DATA_DIR, Entry, field_of, load_entries, lookup
+from .checks import (
+    MAX_RADIX,
+    MAX_WORK,
+    check_array,
+    check_choice,
+    check_int,
+    check_positive,
+    check_range,
+    check_work,
+    real_bound,
+)
 
 __all__ = [
     "DEFAULT_COPPER_MAX_M",
@@ -126,19 +136,21 @@ FIBRE_NS_PER_M = 4.9
 
 # =========================================================================== switch chips
 @dataclass(frozen=True)
-class SwitchChip(_Entry):
+class SwitchChip(Entry):
     """A switch chip (or box) as sold: its ports at one or more speeds, from its datasheet."""
 
-    name: str = _f("", "catalog name")
-    vendor: str = _f("", "maker")
-    family: str = _f("", "'InfiniBand' or 'Ethernet'")
-    ports: tuple[int, ...] = _f("ports", "port counts of the configurations, matching port_gbps")
-    port_gbps: tuple[int, ...] = _f("Gb/s", "per-port speeds of the configurations, one direction")
-    year: int = _f("year", "year of announcement or availability")
-    source: str = _f("", "where the figures come from")
-    latency_ns: float | None = _f("ns", "port-to-port latency as published (an upper bound)",
+    name: str = field_of("", "catalog name")
+    vendor: str = field_of("", "maker")
+    family: str = field_of("", "'InfiniBand' or 'Ethernet'")
+    ports: tuple[int, ...] = field_of("ports",
+                                      "port counts of the configurations, matching port_gbps")
+    port_gbps: tuple[int, ...] = field_of("Gb/s",
+                                          "per-port speeds of the configurations, one direction")
+    year: int = field_of("year", "year of announcement or availability")
+    source: str = field_of("", "where the figures come from")
+    latency_ns: float | None = field_of("ns", "port-to-port latency as published (an upper bound)",
                                   default=None)
-    power_w: float | None = _f("W", "typical power of the switch chip alone (no box, no optics), "
+    power_w: float | None = field_of("W", "typical power of the switch chip alone (no box, no optics), "
                                "as published or estimated in print; None if unpublished",
                                default=None)
 
@@ -173,7 +185,7 @@ def switch_chip(spec: str | SwitchChip) -> SwitchChip:
     """A switch chip by name or alias (``"Tomahawk 6"``, ``"Quantum-2"``)."""
     if isinstance(spec, SwitchChip):
         return spec
-    return _lookup("switch", _switch_chips(), spec)
+    return lookup("switch", _switch_chips(), spec)
 
 
 def switch_chips() -> list[SwitchChip]:
@@ -245,6 +257,10 @@ def radix_at(switch_gbps: float, port_gbps: float) -> int:
     """
     cap = check_positive("switch_gbps", switch_gbps)
     speed = check_positive("port_gbps", port_gbps)
+    if cap / speed > MAX_RADIX:
+        raise ValueError(f"switch_gbps={cap:g} at port_gbps={speed:g} gives "
+                         f"{cap / speed:,.0f} ports, more than a switch has "
+                         f"(scaleout.checks.MAX_RADIX = {MAX_RADIX:,}); use faster ports")
     k = math.floor(cap / speed + 1e-9)
     k -= k % 2
     if k < 2:
@@ -444,7 +460,8 @@ def _lengths(lengths_m: Mapping[str, float] | None) -> dict[str, float]:
     out = dict(DEFAULT_LENGTHS_M)
     for name, value in (lengths_m or {}).items():
         check_choice("link type", name, LINK_TYPES)
-        out[name] = check_positive(f"length of {name} links (m)", value)
+        out[name] = check_positive(f"lengths_m[{name!r}] (the length of {name} links, m)",
+                                   value, maximum=real_bound("length_m"))
     return out
 
 
@@ -606,7 +623,14 @@ def size_multiplane(n_endpoints: int, nic_gbps: float, planes: int, *,
     if (switch_gbps is None) == (radix is None):
         raise ValueError("give exactly one of switch_gbps (switch capacity per direction) "
                          "and radix")
-    k = radix_at(switch_gbps, port) if switch_gbps is not None else check_radix(radix)
+    if switch_gbps is not None:
+        try:
+            k = check_radix(radix_at(switch_gbps, port))
+        except ValueError as exc:
+            raise ValueError(f"nic_gbps / planes = {port:g} Gb/s per port on a switch of "
+                             f"switch_gbps = {switch_gbps!r}: {exc}") from None
+    else:
+        k = check_radix(radix)
     plane = size_fabric(n_endpoints, k, port, oversubscription, tiers, max_tiers)
     return MultiPlaneDesign(plane=plane, planes=p)
 
@@ -638,10 +662,7 @@ def fabric_sweep(n_endpoints, radix: int, port_gbps: float = 400.0,
     k = check_radix(radix)
     speed = check_positive("port_gbps", port_gbps)
     p = check_int("planes", planes)
-    n = np.asarray(n_endpoints)
-    if n.size == 0 or not np.all(np.isfinite(n)) or np.any(n < 1) or np.any(n != np.round(n)):
-        raise ValueError(f"n_endpoints must be whole numbers >= 1, got {n_endpoints!r}")
-    n = n.astype(np.int64)
+    n = check_array("n_endpoints", n_endpoints, integer=True, minimum=1).astype(np.int64)
     lengths = _lengths(lengths_m)
     copper = check_positive("copper_max_m", copper_max_m, allow_zero=True)
     options = TIERS if tiers is None else (_check_tiers(tiers),)
@@ -806,6 +827,9 @@ def build_graph(design: ClosDesign) -> FabricGraph:
     """
     n, k, t = design.endpoints, design.radix, design.tiers
     d, u, half = design.leaf_down, design.leaf_up, k // 2
+    check_work(f"wiring the design's {design.links:,} links and {design.switches:,} switches",
+               design.links + design.switches + n, "build a smaller design (count it with "
+               "size_fabric, which has no size limit)", limit=MAX_WORK // 20)
     ep = np.arange(n)
     leaf_idx = ep // d if t > 1 else np.zeros(n, dtype=np.int64)
     n_leaves = int(leaf_idx.max()) + 1
@@ -1063,6 +1087,8 @@ def simulate_load_balance(n_flows: int, n_paths: int, *, load: float = 1.0,
     slow = check_range("path_slowdown", path_slowdown, 0.0, 0.99)
     n_trials = check_int("trials", trials)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    check_work(f"simulating n_flows={f:,} on n_paths={e:,}, trials={n_trials:,}",
+               n_trials * (f + 2 * e), "use fewer trials, flows or paths")
     path = rng.integers(0, e, size=(n_trials, f))
     capacity = 1.0 - rng.uniform(0.0, slow, size=(n_trials, e)) if slow > 0 else \
         np.ones((n_trials, e))
@@ -1093,9 +1119,16 @@ def ecmp_expected_utilisation(n_flows: int, n_paths: int) -> float:
     """
     f = check_int("n_flows", n_flows)
     e = check_int("n_paths", n_paths)
-    q = 1.0 / e
-    return float(sum(math.comb(f, m) * q**m * (1 - q) ** (f - m) * min(1.0, m * e / f)
-                     for m in range(f + 1)))
+    check_work(f"the exact sum over n_flows={f:,}", f, "use fewer flows (the mean tends to "
+               "1 - 1/e as flows and paths grow together)", limit=MAX_WORK // 100)
+    if e == 1:
+        return 1.0  # one path carries every flow, fully used
+    m = np.arange(f + 1)
+    # Binomial(F, 1/E) probabilities in logarithms: math.comb(F, m) overflows a float past F ~ 1000
+    log_c = np.array([math.lgamma(f + 1) - math.lgamma(k + 1) - math.lgamma(f - k + 1)
+                      for k in range(f + 1)])
+    log_p = log_c + m * math.log(1.0 / e) + (f - m) * math.log1p(-1.0 / e)
+    return float(np.sum(np.exp(log_p) * np.minimum(1.0, m * e / f)))
 
 
 def load_balance_sweep(n_flows: Sequence[int], n_paths: Sequence[int], *, load: float = 1.0,
@@ -1108,6 +1141,10 @@ def load_balance_sweep(n_flows: Sequence[int], n_paths: Sequence[int], *, load: 
     """
     flows = [check_int("n_flows", x) for x in n_flows]
     paths = [check_int("n_paths", x) for x in n_paths]
+    n_trials = check_int("trials", trials)
+    check_work(f"a sweep of {len(flows)} n_flows by {len(paths)} n_paths, trials={n_trials:,}",
+               n_trials * sum(f + 2 * e for f in flows for e in paths),
+               "use fewer trials, flows or paths")
     out = {key: np.zeros((len(paths), len(flows))) for key in ("ecmp", "ecmp_sync", "spray")}
     for i, e in enumerate(paths):
         for j, f in enumerate(flows):
@@ -1157,10 +1194,13 @@ def simulate_reordering(n_paths: int, *, rate_gbps: float = 800.0, packet_bytes:
     e = check_int("n_paths", n_paths)
     rate = check_positive("rate_gbps", rate_gbps)
     size = check_int("packet_bytes", packet_bytes)
-    m = check_int("n_packets", n_packets, minimum=e)
+    m = check_int("n_packets", n_packets)
+    if m < e:
+        raise ValueError(f"n_packets={m} must be at least n_paths={e}: one packet per path")
     skew = check_positive("skew_us", skew_us, allow_zero=True) * 1e-6
     jitter = check_positive("jitter_us", jitter_us, allow_zero=True) * 1e-6
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    check_work(f"simulating n_packets={m:,}", 8 * m, "use fewer packets")
     t_pkt = size / (units.gbps_to_gbytes_s(rate) * 1e9)
     m -= m % e
     send = np.arange(m) * t_pkt
@@ -1179,18 +1219,26 @@ def simulate_reordering(n_paths: int, *, rate_gbps: float = 800.0, packet_bytes:
 
 
 # =========================================================================== transports
+#: Transports of ``data/transports.toml``.
+TRANSPORTS = ("InfiniBand", "RoCE v2", "kernel TCP", "kernel-bypass")
+#: Units its figures may be in.
+TRANSPORT_UNITS = ("us", "Gb/s per core", "million messages/s per core")
+
+
 @dataclass(frozen=True)
-class TransportMeasurement(_Entry):
+class TransportMeasurement(Entry):
     """A published measurement of a transport's latency or CPU cost (``data/transports.toml``)."""
 
-    name: str = _f("", "short name of the measurement")
-    transport: str = _f("", "'InfiniBand', 'RoCE v2', 'kernel TCP' or 'kernel-bypass'")
-    metric: str = _f("", "what was measured, e.g. 'one-way latency'")
-    value: float = _f("", "the figure, in `unit`")
-    unit: str = _f("", "'us', 'Gb/s per core', 'million messages/s per core'")
-    conditions: str = _f("", "message size, hardware, load: what the figure depends on")
-    year: int = _f("year", "year of publication")
-    source: str = _f("", "where the figure was published")
+    name: str = field_of("", "short name of the measurement")
+    transport: str = field_of("", "'InfiniBand', 'RoCE v2', 'kernel TCP' or 'kernel-bypass'",
+                        choices=TRANSPORTS)
+    metric: str = field_of("", "what was measured, e.g. 'one-way latency'")
+    value: float = field_of("", "the figure, in `unit`")
+    unit: str = field_of("", "'us', 'Gb/s per core', 'million messages/s per core'",
+                   choices=TRANSPORT_UNITS)
+    conditions: str = field_of("", "message size, hardware, load: what the figure depends on")
+    year: int = field_of("year", "year of publication")
+    source: str = field_of("", "where the figure was published")
 
 
 @functools.cache

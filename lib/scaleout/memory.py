@@ -29,9 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import catalog
+from . import catalog, layout
 from .catalog import GPU, ModelSpec
-from .checks import check_choice, check_divides, check_int, check_positive
+from .checks import check_bool, check_choice, check_int, check_positive
+from .layout import RECOMPUTE_MODES
 from .units import GIB
 
 __all__ = [
@@ -43,18 +44,21 @@ __all__ = [
     "activation_bytes",
     "activation_bytes_per_layer",
     "activation_modes",
+    "activation_per_layer_arrays",
     "get_recipe",
     "megatron_param_count",
+    "model_state_arrays",
     "model_state_breakdown",
     "model_state_bytes",
     "param_breakdown",
     "param_count",
+    "recompute_code",
     "stage_params",
+    "stage_params_arrays",
     "training_memory",
     "weights_bytes",
 ]
 
-RECOMPUTE_MODES = ("none", "selective", "full")
 
 
 # =========================================================================== parameters
@@ -209,9 +213,10 @@ def _shard_factors(zero_stage, dp):
     return w, g, o
 
 
-def _model_state(params, zero_stage, dp, recipe: PrecisionRecipe):
+def model_state_arrays(params, zero_stage, dp, recipe: PrecisionRecipe):
     """(weights, grads, optimizer) bytes per GPU, array-friendly kernel of
-    :func:`model_state_breakdown` (ZeRO, arXiv 1910.02054, Sec. 5)."""
+    :func:`model_state_breakdown` (ZeRO, arXiv 1910.02054, Sec. 5); arguments unchecked
+    (the planner's search calls it on arrays of checked layouts)."""
     w, g, o = _shard_factors(zero_stage, dp)
     params = np.asarray(params, dtype=float)
     return (params * recipe.weight_bytes * w, params * recipe.grad_bytes * g,
@@ -246,7 +251,7 @@ def model_state_breakdown(
     check_positive("params", params)
     zero_stage = check_int("zero_stage", zero_stage, minimum=0, maximum=3)
     dp = check_int("dp", dp)
-    w, g, o = _model_state(params, zero_stage, dp, get_recipe(recipe))
+    w, g, o = model_state_arrays(params, zero_stage, dp, get_recipe(recipe))
     return ModelStateBytes(weights=float(w), grads=float(g), optimizer=float(o))
 
 
@@ -275,9 +280,11 @@ def weights_bytes(params: float, bytes_per_param: float = 2) -> float:
 
 
 # =========================================================================== activations
-def _activation_per_layer(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.0, ffn_ratio=4.0,
-                          gated=False):
-    """Activation bytes per transformer layer, per GPU (array-friendly kernel).
+def activation_per_layer_arrays(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.0,
+                                ffn_ratio=4.0, gated=False):
+    """Activation bytes per transformer layer, per GPU (array-friendly kernel of
+    :func:`activation_bytes_per_layer`; arguments unchecked, ``recompute`` as
+    :func:`recompute_code`).
 
     Korthikanti et al. 2022 (arXiv 2205.05198) Sec. 4.1, with 16-bit
     activations and 1-byte dropout masks. Attention keeps ``11sbh + 5as^2b``
@@ -309,7 +316,8 @@ def _activation_per_layer(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.0, ffn
     return np.where(np.asarray(recompute) == 2, full, stored)
 
 
-def _recompute_code(recompute: str) -> int:
+def recompute_code(recompute: str) -> int:
+    """The index of ``recompute`` in :data:`RECOMPUTE_MODES` (0 none, 1 selective, 2 full)."""
     return RECOMPUTE_MODES.index(check_choice("recompute", recompute, RECOMPUTE_MODES))
 
 
@@ -336,16 +344,18 @@ def activation_bytes_per_layer(
     ==============================  ==========================
 
     Grouped-query attention and gated MLPs are included as described in
-    :func:`_activation_per_layer`.
+    :func:`activation_per_layer_arrays`.
     """
+    check_bool("sp", sp)
+    check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     micro_batch = check_int("micro_batch", micro_batch)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
     tp = check_int("tp", tp)
-    check_divides("tp", tp, "n_heads", m.n_heads)
-    code = _recompute_code(recompute)
+    layout.check(layout.Plan(tp=tp), layout.Facts.of(m), only=("tp_heads",))
+    code = recompute_code(recompute)
     return float(
-        _activation_per_layer(
+        activation_per_layer_arrays(
             s, micro_batch, m.hidden, m.n_heads, tp, bool(sp), code, bool(flash_attention),
             kv_ratio=m.kv_heads / m.n_heads, ffn_ratio=m.ffn / m.hidden, gated=m.gated_mlp,
         )
@@ -391,9 +401,11 @@ def activation_bytes(
     al. Sec. 4.2.3, so the first stage stores ``L`` layers' worth in total);
     :func:`training_memory` applies that factor.
     """
+    check_bool("sp", sp)
+    check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     pp = check_int("pp", pp)
-    check_divides("pp", pp, "n_layers", m.n_layers)
+    layout.check(layout.Plan(pp=pp), layout.Facts.of(m), only=("pp_layers",))
     per_layer = activation_bytes_per_layer(
         m, micro_batch, seq_len, tp, sp, recompute, flash_attention
     )
@@ -445,8 +457,10 @@ class MemoryBreakdown:
         return f"fits, {gap:.1f} GiB to spare" if self.fits else f"does not fit by {gap:.1f} GiB"
 
 
-def _stage_params(parts: dict[str, int], n_layers: int, tied: bool, tp, pp, stage_layers=None):
-    """Parameters per GPU of the busiest stage (array-friendly kernel of :func:`stage_params`).
+def stage_params_arrays(parts: dict[str, int], n_layers: int, tied: bool, tp, pp,
+                        stage_layers=None):
+    """Parameters per GPU of the busiest stage (array-friendly kernel of :func:`stage_params`;
+    ``parts`` from :func:`param_breakdown`).
 
     ``stage_layers`` is the number of layers on that stage (default ``n_layers / pp``;
     an uneven split passes ``ceil(n_layers / pp)``).
@@ -470,7 +484,7 @@ def stage_params(model: str | ModelSpec, tp: int = 1, pp: int = 1) -> float:
     ``pp > 1``, as Megatron-LM does). Returns the larger of first and last.
     """
     m = catalog.model(model)
-    return float(_stage_params(param_breakdown(m), m.n_layers, m.tied_embeddings,
+    return float(stage_params_arrays(param_breakdown(m), m.n_layers, m.tied_embeddings,
                                check_int("tp", tp), check_int("pp", pp)))
 
 
@@ -517,13 +531,15 @@ def training_memory(
     in_flight
         Micro-batches whose activations are held at once (default ``pp``).
     """
+    check_bool("sp", sp)
+    check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     g = catalog.gpu(gpu) if gpu is not None else None
     tp = check_int("tp", tp)
     pp = check_int("pp", pp)
     dp = check_int("dp", dp)
-    check_divides("tp", tp, "n_heads", m.n_heads)
-    check_divides("pp", pp, "n_layers", m.n_layers)
+    layout.check(layout.Plan(tp=tp, pp=pp, dp=dp), layout.Facts.of(m),
+                 only=("tp_heads", "tp_kv_heads", "pp_layers"))
     n_flight = check_int("in_flight", in_flight if in_flight is not None else pp)
     params = stage_params(m, tp, pp)
     state = model_state_breakdown(params, zero_stage, dp, recipe)

@@ -37,8 +37,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import units
-from .catalog import DATA_DIR, _Entry, _f, _lookup, load_entries
-from .checks import check_choice, check_int, check_positive
+from .catalog import DATA_DIR, Entry, field_of, load_entries, lookup
+from .checks import check_array, check_bool, check_choice, check_int, check_positive
 
 __all__ = [
     "CHOICES",
@@ -94,27 +94,28 @@ FIBRES_PER_LANE = 2
 
 # --------------------------------------------------------------------------- specs
 @dataclass(frozen=True)
-class Module(_Entry):
+class Module(Entry):
     """One optical module or copper cable as sold (``data/optics.toml`` documents every field)."""
 
-    name: str = _f("", "catalog name")
-    speed_gbps: float = _f("Gb/s", "data rate of the link it serves, per direction")
-    technology: str = _f("", "one of TECHNOLOGIES")
-    reach_class: str = _f("", "SR, DR, FR, LR or CR (copper)")
-    reach_m: float = _f("m", "longest link it is specified for")
-    lane_gbps: int = _f("Gb/s", "SerDes class of its lanes: 112 or 224")
-    lanes: int = _f("lanes", "electrical (= optical) lanes")
-    fibres: int = _f("fibres", "fibres one link needs (transmit + receive); 0 for copper",
+    name: str = field_of("", "catalog name")
+    speed_gbps: float = field_of("Gb/s", "data rate of the link it serves, per direction")
+    technology: str = field_of("", "one of TECHNOLOGIES")
+    reach_class: str = field_of("", "SR, DR, FR, LR or CR (copper)")
+    reach_m: float = field_of("m", "longest link it is specified for")
+    lane_gbps: int = field_of("Gb/s", "SerDes class of its lanes: 112 or 224")
+    lanes: int = field_of("lanes", "electrical (= optical) lanes")
+    fibres: int = field_of("fibres", "fibres one link needs (transmit + receive); 0 for copper",
                      allow_zero=True)
-    power_w: float = _f("W", "power of one unit: a module (one end) or a whole copper cable",
+    power_w: float = field_of("W", "power of one unit: a module (one end) or a whole copper cable",
                         allow_zero=True)
-    relative_cost: float = _f("", "price of one unit relative to an 800G DSP DR8 module (1.0); "
+    relative_cost: float = field_of("",
+                                    "price of one unit relative to an 800G DSP DR8 module (1.0); "
                               "the project's assumption")
-    latency_ns: float = _f("ns", "latency one unit adds to one direction of a link",
+    latency_ns: float = field_of("ns", "latency one unit adds to one direction of a link",
                            allow_zero=True)
-    form_factor: str = _f("", "one of FORM_FACTORS")
-    year: int = _f("year", "year of first availability (or expected)")
-    source: str = _f("", "where the figures come from")
+    form_factor: str = field_of("", "one of FORM_FACTORS")
+    year: int = field_of("year", "year of first availability (or expected)")
+    source: str = field_of("", "where the figures come from")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -207,21 +208,21 @@ class Module(_Entry):
 
 
 @dataclass(frozen=True)
-class Technology(_Entry):
+class Technology(Entry):
     """The qualitative trade-offs of one technology, for the notebook's tables."""
 
-    name: str = _f("", "one of TECHNOLOGIES")
-    label: str = _f("", "name for tables")
-    kind: str = _f("", "'optical' or 'copper'")
-    fec: str = _f("", "how errors are corrected, and where")
-    standard: str = _f("", "the standard or agreement it follows")
-    interoperable: bool = _f("", "a multi-vendor standard exists and is mature")
-    field_replaceable: bool = _f("", "a failed unit is swapped at the front panel")
-    maturity: str = _f("", "how established it is")
-    best_for: str = _f("", "where it fits")
-    pros: str = _f("", "what it is good at")
-    cons: str = _f("", "what holds it back")
-    source: str = _f("", "what the description rests on")
+    name: str = field_of("", "one of TECHNOLOGIES")
+    label: str = field_of("", "name for tables")
+    kind: str = field_of("", "'optical' or 'copper'")
+    fec: str = field_of("", "how errors are corrected, and where")
+    standard: str = field_of("", "the standard or agreement it follows")
+    interoperable: bool = field_of("", "a multi-vendor standard exists and is mature")
+    field_replaceable: bool = field_of("", "a failed unit is swapped at the front panel")
+    maturity: str = field_of("", "how established it is")
+    best_for: str = field_of("", "where it fits")
+    pros: str = field_of("", "what it is good at")
+    cons: str = field_of("", "what holds it back")
+    source: str = field_of("", "what the description rests on")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -278,7 +279,7 @@ def module(spec: str | Module) -> Module:
     """
     if isinstance(spec, Module):
         return spec
-    return _lookup("module", _catalog().modules, spec)
+    return lookup("module", _catalog().modules, spec)
 
 
 def technology(name: str) -> Technology:
@@ -409,6 +410,7 @@ def choose(length_m: float, gbps: float, choice: str = "auto", *, lane_gbps: int
     ValueError
         When nothing at that speed (and lane rate) reaches ``length_m``.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     if copper:
         wires = candidates(length_m, gbps, lane_gbps=lane_gbps, technology=COPPER)
@@ -441,10 +443,8 @@ def lanes_needed(gbps, lane_gbps: int):
     of 224G. Works on arrays.
     """
     check_choice("lane_gbps", lane_gbps, tuple(LANE_DATA_GBPS))
-    gbps = np.asarray(gbps, dtype=float)
-    if not np.all(np.isfinite(gbps)) or np.any(gbps <= 0):
-        raise ValueError(f"gbps must be finite numbers > 0, got {gbps.tolist()!r}")
-    out = np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9).astype(int)
+    gbps = check_array("gbps", gbps, allow_zero=False)
+    out = np.maximum(1, np.ceil(gbps / LANE_DATA_GBPS[lane_gbps] - 1e-9)).astype(np.int64)
     return int(out) if out.ndim == 0 else out
 
 
@@ -633,6 +633,7 @@ def fabric_bill(groups: Iterable[LinkGroupLike], choice: str = "auto", *,
     lane_gbps
         Restrict to 112G or 224G lanes.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
     picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
@@ -682,14 +683,13 @@ def sweep_bill(groups: Sequence[LinkGroupLike], counts, choice: str = "auto", *,
     counts
         Links per group for each size: shape ``(n_sizes, len(groups))``.
     """
+    check_bool("copper", copper)
     choice = _choice(choice)
     shapes = [_checked_group(g, i) for i, g in enumerate(groups)]
-    counts = np.asarray(counts, dtype=float)
+    counts = check_array("counts", counts, integer=True, allow_empty=True)
     if counts.ndim != 2 or counts.shape[1] != len(shapes):
         raise ValueError(f"counts must have shape (n_sizes, {len(shapes)}) for {len(shapes)} "
                          f"groups, got {counts.shape}")
-    if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts != np.round(counts)):
-        raise ValueError("counts must be whole numbers >= 0")
     picked = [choose(length, gbps, choice, lane_gbps=lane_gbps, copper=copper)
               for _name, _count, length, gbps in shapes]
     q = _quantities(counts.astype(np.int64), [m for m, _ in picked],
@@ -709,6 +709,7 @@ def sweep_link_groups(group_sets: Sequence[Iterable[LinkGroupLike]], choice: str
     missing at some size (a tier that small fabrics lack) counts 0 links there. Groups of
     one name must share length and speed.
     """
+    check_bool("copper", copper)
     sets = [list(gs) for gs in group_sets]
     shapes: dict[str, LinkGroupLike] = {}
     for i, gs in enumerate(sets):

@@ -52,7 +52,16 @@ import numpy as np
 
 from . import catalog, compute, memory
 from .catalog import ModelSpec
-from .checks import check_choice, check_divides, check_int, check_positive, check_range
+from .checks import (
+    MAX_WORK,
+    check_bool,
+    check_choice,
+    check_divides,
+    check_int,
+    check_positive,
+    check_range,
+    check_work,
+)
 
 __all__ = [
     "KINDS",
@@ -64,6 +73,7 @@ __all__ = [
     "W",
     "activation_bytes_per_stage",
     "bubble_fraction",
+    "in_flight_arrays",
     "in_flight_closed_form",
     "layer_assignment",
     "micro_batches_for_utilisation",
@@ -173,14 +183,15 @@ def in_flight_closed_form(schedule: str, p: int, m: int, v: int = 1) -> np.ndarr
         return np.full(p, float(m))
     if schedule == "zb-h1":
         return np.full(p, float(min(p, m)))
-    return _in_flight(p, m, v, d, interleaved=schedule == "interleaved")
+    return in_flight_arrays(p, m, v, d, interleaved=schedule == "interleaved")
 
 
-def _in_flight(p, m, v, stage=0, interleaved=None):
+def in_flight_arrays(p, m, v, stage=0, interleaved=None):
     """Micro-batch equivalents held by ``stage`` under 1F1B (``v = 1``) or interleaved 1F1B.
 
-    Array-friendly kernel of :func:`in_flight_closed_form`: ``min(p - i, m)`` for 1F1B,
-    ``min(2 (p - i - 1) + (v - 1) p + 1, v m) / v`` for the interleaved schedule
+    Array-friendly kernel of :func:`in_flight_closed_form` (arguments unchecked):
+    ``min(p - i, m)`` for 1F1B, ``min(2 (p - i - 1) + (v - 1) p + 1, v m) / v`` for the
+    interleaved schedule
     (``interleaved`` defaults to ``v > 1``).
     """
     p, m, v, i = (np.asarray(x, dtype=float) for x in (p, m, v, stage))
@@ -296,6 +307,23 @@ def _check_pmv(schedule: str, p, m, v) -> tuple[int, int, int]:
             f"m={m} must be a multiple of p={p} for the interleaved schedule (as in "
             f"Megatron-LM); try m={' or m='.join(map(str, near))}")
     return p, m, v
+
+
+#: The most passes (forward, backward, weight-gradient) :func:`simulate` times in one call,
+#: over all devices, and per device (the number of its event rounds); about a second each.
+MAX_PASSES = MAX_WORK // 10
+MAX_PASSES_PER_DEVICE = 200_000
+
+
+def _check_size(schedule: str, p: int, m: int, v: int) -> None:
+    """Refuse a schedule too large to simulate before allocating it (p x 2vm passes)."""
+    per_device = 3 * m if schedule == "zb-h1" else 2 * v * m
+    hint = "use fewer stages (p), micro-batches (m) or chunks (v); bubble_fraction() gives " \
+           "the closed form at any size"
+    check_work(f"simulating {schedule} with p={p}, m={m}, v={v}", p * per_device, hint,
+               MAX_PASSES)
+    check_work(f"simulating {schedule} with p={p}, m={m}, v={v} (passes per device)",
+               per_device + p, hint, MAX_PASSES_PER_DEVICE)
 
 
 def _check_share(share) -> float:
@@ -502,6 +530,7 @@ def simulate(
         n_layers = check_int("n_layers", n_layers)
         check_divides("p", p, "n_layers", n_layers)
         check_divides("v", v, "layers per stage", n_layers // p)
+    _check_size(schedule, p, m, v)
     kind, mb, chunk = _orders(schedule, p, m, v)
     n = kind.shape[1]
     dep, lag, dur = _layout(p, m, v, kind, mb, chunk, f_s, b_s, transfer_s, share)
@@ -594,6 +623,8 @@ def activation_bytes_per_stage(
     (Korthikanti et al. 2022, Table 2). GPipe holds ``m`` micro-batches on
     every stage; 1F1B holds ``p`` on the first, fewer on later stages.
     """
+    check_bool("sp", sp)
+    check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     one = memory.activation_bytes(m, micro_batch, seq_len, tp, sp, recompute, pp=timeline.p,
                                   flash_attention=flash_attention)  # checks p | n_layers
@@ -618,6 +649,7 @@ def p2p_bytes(
     optimisation of Sec. 4.1 each of the ``t`` tensor-parallel ranks sends
     only its ``1/t`` share and the receiving side all-gathers it over NVLink.
     """
+    check_bool("scatter_gather", scatter_gather)
     m = catalog.model(model)
     b = check_int("micro_batch", micro_batch)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)

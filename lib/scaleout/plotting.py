@@ -518,15 +518,14 @@ def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
               for r, i in enumerate(idx)]
     gib = 2.0**30
     pairs = list(zip(labels, idx, strict=True))
-    mem = {lab: {"weights": a["weights"][i] / gib, "grads": a["grads"][i] / gib,
-                 "optimizer": a["optimizer_state"][i] / gib,
-                 "activations": a["activations"][i] / gib} for lab, i in pairs}
-    cap = float(a["capacity"][idx[0]]) / gib if len(idx) else None
+    mem = {lab: {part: a[f"{part}_bytes"][i] / gib for part in MEMORY_COLORS}
+           for lab, i in pairs}
+    cap = float(a["capacity_bytes"][idx[0]]) / gib if len(idx) else None
     top = svgchart.stacked_hbars(
         mem, MEMORY_COLORS, marker=cap, marker_label=f"HBM {cap:,.0f} GiB" if cap else "",
         xlabel="memory per GPU (GiB)", title=title or "Memory per GPU of the best plans",
         highlight=labels[0] if labels else None, width=720, row_height=28)
-    step = {lab: {p: float(a[p][i]) for p in STEP_COLORS} for lab, i in pairs}
+    step = {lab: {p: float(a[f"{p}_s"][i]) for p in STEP_COLORS} for lab, i in pairs}
     bottom = svgchart.stacked_hbars(
         step, STEP_COLORS, xlabel="seconds per iteration", title="Where an iteration's time goes",
         highlight=labels[0] if labels else None, width=720, row_height=28, total_format=",.3g")

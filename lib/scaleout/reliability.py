@@ -43,8 +43,18 @@ from pathlib import Path
 import numpy as np
 
 from . import catalog, memory
-from .catalog import DATA_DIR, _Entry, _f, load_entries, read_toml
-from .checks import check_choice, check_int, check_positive, close_matches
+from .catalog import DATA_DIR, Entry, field_of, load_entries, read_toml
+from .checks import (
+    MAX_PARAMS,
+    MAX_WORK,
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+    check_work,
+    close_matches,
+)
 from .units import (
     DAYS_PER_MONTH,
     GB,
@@ -71,9 +81,9 @@ __all__ = [
     "checkpoint_plan",
     "cluster_failure_rate_per_h",
     "compare_recovery",
-    "elastic_viable",
     "daly_interval_s",
     "elastic_capacity",
+    "elastic_viable",
     "exact_optimal_interval_s",
     "expected_goodput_finite",
     "expected_lost_work_s",
@@ -126,17 +136,18 @@ _TABLES = {"study", "failure", "figure"}
 
 # =========================================================================== the data
 @dataclass(frozen=True)
-class Study(_Entry):
+class Study(Entry):
     """A published report of failures on one cluster or training run."""
 
-    name: str = _f("", "catalog name")
-    title: str = _f("", "what was measured")
-    source: str = _f("", "the paper, section and table")
-    gpu: str | None = _f("", "the accelerator (data/gpus.toml), if stated", default=None)
-    gpus: int | None = _f("GPUs", "GPUs the counts cover", default=None)
-    gpus_per_node: int | None = _f("GPUs", "GPUs per server", default=None)
-    days: float | None = _f("days", "the period the counts cover", default=None)
-    events_total: int | None = _f("events", "the report's own total of its rows", default=None)
+    name: str = field_of("", "catalog name")
+    title: str = field_of("", "what was measured")
+    source: str = field_of("", "the paper, section and table")
+    gpu: str | None = field_of("", "the accelerator (data/gpus.toml), if stated", default=None)
+    gpus: int | None = field_of("GPUs", "GPUs the counts cover", default=None)
+    gpus_per_node: int | None = field_of("GPUs", "GPUs per server", default=None)
+    days: float | None = field_of("days", "the period the counts cover", default=None)
+    events_total: int | None = field_of("events", "the report's own total of its rows",
+                                        default=None)
 
     def units(self, counted_per: str) -> float:
         """How many units of a kind (``"gpu"`` or ``"node"``) the study's cluster had."""
@@ -148,17 +159,17 @@ class Study(_Entry):
 
 
 @dataclass(frozen=True)
-class Failure(_Entry):
+class Failure(Entry):
     """One row of a study: a kind of failure, what it is counted per, and how often it struck."""
 
-    name: str = _f("", "catalog name, unique in the file")
-    study: str = _f("", "the [[study]] this row belongs to")
-    part: str = _f("", "what broke, one of PARTS")
-    counted_per: str = _f("", "the unit this failure scales with, one of COUNTED_PER")
-    value: float = _f("", "the printed figure, read as `meaning` says")
-    meaning: str = _f("", "one of MEANINGS")
-    source: str = _f("", "the table row or sentence")
-    share_published: float | None = _f("fraction", "share of the study's events as printed",
+    name: str = field_of("", "catalog name, unique in the file")
+    study: str = field_of("", "the [[study]] this row belongs to")
+    part: str = field_of("", "what broke, one of PARTS")
+    counted_per: str = field_of("", "the unit this failure scales with, one of COUNTED_PER")
+    value: float = field_of("", "the printed figure, read as `meaning` says")
+    meaning: str = field_of("", "one of MEANINGS")
+    source: str = field_of("", "the table row or sentence")
+    share_published: float | None = field_of("fraction", "share of the study's events as printed",
                                        default=None)
 
     def __post_init__(self) -> None:
@@ -174,13 +185,13 @@ class Failure(_Entry):
 
 
 @dataclass(frozen=True)
-class Figure(_Entry):
+class Figure(Entry):
     """Another published number: a recovery time, a storage bandwidth, a checkpoint size."""
 
-    name: str = _f("", "catalog name")
-    value: float = _f("", "the number as printed, in `unit`")
-    unit: str = _f("", "one of 's', 'h', 'days', 'GB/s', 'bytes', 'fraction', 'count'")
-    source: str = _f("", "the paper and sentence")
+    name: str = field_of("", "catalog name")
+    value: float = field_of("", "the number as printed, in `unit`")
+    unit: str = field_of("", "one of 's', 'h', 'days', 'GB/s', 'bytes', 'fraction', 'count'")
+    source: str = field_of("", "the paper and sentence")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -348,15 +359,13 @@ class Inventory:
                 "switch": self.switches}[check_choice("counted_per", counted_per, COUNTED_PER)]
 
 
-def _check_gpus(n_gpus) -> np.ndarray:
+def _check_gpus(n_gpus, name: str = "n_gpus") -> np.ndarray:
     """GPU counts as a float array; an empty cluster (or a fraction) is a clear error."""
-    n = np.asarray(n_gpus, dtype=float)
-    bad = ~np.isfinite(n) | (n < 1) | (n != np.floor(n))
-    if np.any(bad):
-        value = n_gpus if n.ndim == 0 else n[bad].ravel()[0].item()
-        raise ValueError(f"n_gpus must be a whole number >= 1, got {value!r}: an empty cluster "
-                         "has no GPUs to fail")
-    return n
+    try:
+        return check_array(name, n_gpus, integer=True, minimum=1)
+    except ValueError as exc:
+        raise ValueError(f"{exc}: an empty cluster has no GPUs to fail"
+                         if "at most" not in str(exc) else str(exc)) from None
 
 
 def inventory(n_gpus, gpus_per_node: int = 8, gpus_per_switch: int = 16,
@@ -375,12 +384,23 @@ def inventory(n_gpus, gpus_per_node: int = 8, gpus_per_switch: int = 16,
     return Inventory(gpus=n, nodes=np.ceil(n / gpn), links=n * lpg, switches=np.ceil(n / gps))
 
 
-def _as_study_list(study_names_) -> list[Study]:
-    names = [study_names_] if isinstance(study_names_, str | Study) else list(study_names_)
+def _as_study_list(study_names_, param: str = "study_name") -> list[Study]:
+    if isinstance(study_names_, str | Study):
+        names = [study_names_]
+    elif isinstance(study_names_, list | tuple):
+        names = list(study_names_)
+    else:
+        names = []
     if not names:
-        raise ValueError("study: name at least one study of "
-                         f"{', '.join(map(repr, study_names()))}")
-    return [study(n) for n in names]
+        raise ValueError(f"{param} must name one or more studies of "
+                         f"{', '.join(map(repr, study_names()))}, got {study_names_!r}")
+    found = []
+    for n in names:
+        if isinstance(n, Study):
+            found.append(n)
+        else:
+            found.append(_data().studies[check_choice(param, n, study_names())])
+    return found
 
 
 def failure_breakdown_per_h(n_gpus, study_name="llama3-405b", *, gpus_per_node: int = 8,
@@ -462,10 +482,15 @@ class CheckpointPlan:
     asynchronous: bool
 
 
-def _params(model_or_params) -> float:
+def _params(model_or_params, name: str = "model_or_params") -> float:
     if isinstance(model_or_params, int | float | np.integer | np.floating) and not isinstance(
             model_or_params, bool):
-        return check_positive("params", model_or_params)
+        return check_positive(name, model_or_params, maximum=MAX_PARAMS)
+    if isinstance(model_or_params, str):
+        return float(memory.param_count(catalog.model(model_or_params, param=name)))
+    if not isinstance(model_or_params, catalog.ModelSpec | dict):
+        raise ValueError(f"{name} must be a catalog model name, a ModelSpec or a parameter "
+                         f"count > 0, got {model_or_params!r}")
     return float(memory.param_count(model_or_params))
 
 
@@ -478,6 +503,7 @@ def checkpoint_bytes(model_or_params, recipe: str | memory.PrecisionRecipe = "mi
     gradients, which a restart does not need: 14 bytes per parameter, 5.7 TB
     for Llama 3 405B. ``optimizer=False`` keeps weights only (an inference export).
     """
+    check_bool("optimizer", optimizer)
     state = memory.model_state_breakdown(_params(model_or_params), 0, 1, recipe)
     return state.weights + (state.optimizer if optimizer else 0.0)
 
@@ -524,6 +550,7 @@ def checkpoint_plan(
         :func:`scaleout.units.gbps_to_gbytes_s`). ``snapshot_gbytes_s`` is the
         GPU-to-host copy of an asynchronous checkpoint (PCIe).
     """
+    check_bool("asynchronous", asynchronous)
     params = _params(model_or_params)
     n = int(_check_gpus(n_gpus))
     tp, pp = check_int("tp", tp), check_int("pp", pp)
@@ -566,23 +593,16 @@ def checkpoint_plan(
 
 # =========================================================================== optimal interval
 def _nonneg(name: str, value):
-    """``value`` as a float array if every element is finite and >= 0."""
-    v = np.asarray(value, dtype=float)
-    if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v < 0):
-        bad = v[~(np.isfinite(v) & (v >= 0))].ravel() if v.ndim else v
-        shown = value if v.ndim == 0 else (bad[0].item() if bad.size else value)
-        raise ValueError(f"{name} must be a finite number >= 0, got {shown!r}")
-    return v
+    """``value`` as a float array if every element is a finite number >= 0 (within its bound)."""
+    return check_array(name, value, allow_zero=True)
 
 
 def _pos(name: str, value, what: str = ""):
-    """``value`` as a float array if every element is finite and > 0."""
-    v = np.asarray(value, dtype=float)
-    if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
-        bad = v[~(np.isfinite(v) & (v > 0))].ravel() if v.ndim else v
-        shown = value if v.ndim == 0 else (bad[0].item() if bad.size else value)
-        raise ValueError(f"{name} must be a finite number > 0, got {shown!r}{what}")
-    return v
+    """``value`` as a float array if every element is a finite number > 0 (within its bound)."""
+    try:
+        return check_array(name, value, allow_zero=False)
+    except ValueError as exc:
+        raise ValueError(f"{exc}{what}") from None
 
 
 def _out(x):
@@ -629,6 +649,8 @@ def lambert_w0(z):
     elsewhere; about 1e-15 relative accuracy. Works on arrays (numpy has no W,
     and the workbook does not depend on scipy).
     """
+    if isinstance(z, str | bytes) or np.asarray(z).dtype.kind not in "iuf":
+        raise ValueError(f"lambert_w0 needs numbers z >= -1/e, got {z!r}")
     z = np.asarray(z, dtype=float)
     if np.any(~np.isfinite(z)) or np.any(z < -1 / np.e - 1e-15):
         raise ValueError(f"lambert_w0 needs z >= -1/e, got {z.min()!r}")
@@ -654,10 +676,16 @@ def exact_optimal_interval_s(delta_s, mtbf_s):
     ``(tau/M - 1) e^{tau/M - 1} = -e^{-delta/M - 1}``, solved by the Lambert W
     function (Daly 2006 names it as the route to the exact optimum). The restart
     time ``R`` only scales the wall time, so the optimum does not depend on it.
+
+    Where ``delta/M`` is below 10^-9, ``1 + W0`` would cancel to nothing in floating
+    point; there Daly's expansion (:func:`daly_interval_s`), whose error is of a
+    higher order in ``delta/M``, gives the optimum to full precision.
     """
     d = _pos("delta_s", delta_s)
     m = _pos("mtbf_s", mtbf_s, _MTBF_HINT)
-    return _out(m * (1 + np.asarray(lambert_w0(-np.exp(-d / m - 1)))))
+    tiny = d / m < 1e-9
+    exact = m * (1 + np.asarray(lambert_w0(-np.exp(-np.where(tiny, 1.0, d / m) - 1))))
+    return _out(np.where(tiny, daly_interval_s(d, m), exact))
 
 
 # =========================================================================== goodput
@@ -669,9 +697,10 @@ def _check_interval(interval_s, delta_s, write_s=None):
     if np.any(short):
         t = tau[short].ravel()[0] if tau.ndim else float(tau)
         f = np.broadcast_to(floor, tau.shape)[short].ravel()[0] if tau.ndim else float(floor)
+        what = "delta_s" if write_s is None else "delta_s or write_s"
         raise ValueError(f"interval_s = {t:g} s is shorter than the checkpoint write time "
-                         f"({f:g} s): the next checkpoint would start before the last one is "
-                         "written; choose interval_s >= the write time")
+                         f"{what} ({f:g} s): the next checkpoint would start before the last "
+                         "one is written; choose interval_s >= the write time")
     return tau, d
 
 
@@ -711,16 +740,21 @@ def goodput(interval_s, delta_s, mtbf_s, restart_s=0.0, *, write_s=None):
 
 
 def goodput_first_order(interval_s, delta_s, mtbf_s, restart_s=0.0):
-    """Young's first-order goodput, ``1 - delta/tau - tau/(2M) - R/M``.
+    """Young's first-order goodput, ``max(0, 1 - delta/tau - tau/(2M) - R/M)``.
 
     The waste terms of Young 1974 (a checkpoint per interval, half an interval
     lost per failure) plus the restart; accurate while ``tau``, ``delta`` and
     ``R`` are all small against ``M``; its maximum is at :func:`young_interval_s`.
+
+    Outside that range the terms can sum past 1 (``tau`` = 10^6 s against an
+    MTBF of 3 h gives 1 - 46.3), which no goodput can be: the approximation
+    has broken down, and the result is clipped at 0 (a run that keeps nothing).
+    :func:`goodput` is the exact model at any interval.
     """
     tau, d = _check_interval(interval_s, delta_s)
     m = _pos("mtbf_s", mtbf_s, _MTBF_HINT)
     r = _nonneg("restart_s", restart_s)
-    return _out(1 - d / tau - tau / (2 * m) - r / m)
+    return _out(np.maximum(0.0, 1 - d / tau - tau / (2 * m) - r / m))
 
 
 def expected_lost_work_s(interval_s, delta_s, mtbf_s):
@@ -817,6 +851,9 @@ def elastic_capacity(interval_s, delta_s, mtbf_s, restart_s, *, repair_s, dp) ->
         raise ValueError(f"elastic shrink: on average {t_rep / m:.3g} of dp = {dp} replicas would "
                          "be under repair (repair_s / MTBF); it must stay below dp / 2")
     length = tau + d
+    check_work(f"summing {(t_rep - r) / length:.3g} segments of a repair (repair_s / "
+               "(interval_s + delta_s))", (t_rep - r) / length,
+               "use a longer interval_s or a shorter repair_s")
     s = np.arange(max(0, math.ceil((t_rep - r) / length)) + 1)
     lo = r + s * length
     hi = np.minimum(lo + tau, t_rep)
@@ -843,6 +880,9 @@ def spares_needed(node_failures_per_h: float, repair_s: float, risk: float = 1e-
         raise ValueError(f"risk must be a probability below 1, got {risk!r}")
     if a == 0:
         return 0
+    check_work(f"a Poisson tail of mean {a:.3g} nodes under repair (node_failures_per_h x "
+               "repair_s)", a, "the failure rate times the repair time is more nodes than a "
+               "cluster has", limit=10**6)
     k = np.arange(int(a + 12 * math.sqrt(a) + 30))
     log_pmf = k * math.log(a) - a - np.array([math.lgamma(x + 1) for x in k])
     tail = 1 - np.cumsum(np.exp(log_pmf))
@@ -960,6 +1000,8 @@ def expected_goodput_finite(horizon_s, interval_s, delta_s, mtbf_s, restart_s=0.
     m = float(_pos("mtbf_s", mtbf_s, _MTBF_HINT))
     r = float(_nonneg("restart_s", restart_s))
     length = tau + d
+    check_work(f"summing {h / length:.3g} segments (horizon_s / (interval_s + delta_s))",
+               h / length, _SIM_HINT)
     k = np.arange(1, int(h / length) + 1)
     first = k * length
     after = r + first
@@ -1020,6 +1062,10 @@ def _cumulative_kept(starts, offset, segments, tau, length, horizon):
     return cum
 
 
+_SIM_HINT = ("shorten horizon_s, use fewer reps, a longer mtbf_s or a longer interval_s; "
+             "goodput() gives the model at any size")
+
+
 def _check_sim(horizon_s, interval_s, delta_s, mtbf_s, restart_s, reps, seed):
     horizon = float(_pos("horizon_s", horizon_s))
     tau, d = (float(x) for x in _check_interval(interval_s, delta_s))
@@ -1027,6 +1073,11 @@ def _check_sim(horizon_s, interval_s, delta_s, mtbf_s, restart_s, reps, seed):
     r = float(_nonneg("restart_s", restart_s))
     reps = check_int("reps", reps)
     seed = check_int("seed", seed, minimum=0)
+    failures = horizon / m + 6 * math.sqrt(horizon / m) + 16
+    check_work(f"reps={reps:,} runs of {failures:.3g} failures each (horizon_s / mtbf_s)",
+               4 * reps * failures, _SIM_HINT)
+    check_work(f"a run of {horizon / (tau + d):.3g} segments (horizon_s / (interval_s + "
+               "delta_s))", horizon / (tau + d), _SIM_HINT)
     return horizon, tau, d, m, r, reps, seed
 
 
@@ -1154,9 +1205,7 @@ _EULER_GAMMA = 0.5772156649015329
 
 def harmonic_number(n):
     """``H_n = 1 + 1/2 + ... + 1/n``; exact sums below 64, the asymptotic series above."""
-    n = np.asarray(n, dtype=float)
-    if np.any(n < 1) or np.any(n != np.floor(n)):
-        raise ValueError(f"n must be whole numbers >= 1, got {n.min()!r}")
+    n = check_array("n", n, integer=True, minimum=1)
     small = np.cumsum(1.0 / np.arange(1, 65))
     safe = np.maximum(n, 1.0)
     asym = (np.log(safe) + _EULER_GAMMA + 1 / (2 * safe) - 1 / (12 * safe**2)
@@ -1180,9 +1229,7 @@ def expected_max_normal(n):
     Numerical integration on a fine grid (exact to about 1e-6): 0 for ``n = 1``,
     ``1/sqrt(pi)`` for 2, ``3/(2 sqrt(pi))`` for 3; about ``sqrt(2 ln n)`` for large n.
     """
-    n = np.asarray(n, dtype=float)
-    if np.any(n < 1) or np.any(n != np.floor(n)):
-        raise ValueError(f"n must be whole numbers >= 1, got {n.min()!r}")
+    n = check_array("n", n, integer=True, minimum=1)
     x = np.linspace(-9.0, 9.0, 7201)
     log_cdf = np.log(np.clip(0.5 * np.array([math.erfc(-v / math.sqrt(2)) for v in x]),
                              1e-300, 1.0))
@@ -1227,6 +1274,8 @@ def straggler_step_mc(n_gpus: int, base_s: float, jitter: float, dist: str = "ex
     dist = check_choice("dist", dist, ("exponential", "normal"))
     steps = check_int("steps", steps)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    check_work(f"steps={steps:,} of n_gpus={n:,} draws", steps * n, "use fewer steps or GPUs; "
+               "straggler_step_time_s() gives the expectation at any size", limit=10 * MAX_WORK)
     out = np.empty(steps)
     block = max(1, 2_000_000 // n)
     for lo in range(0, steps, block):

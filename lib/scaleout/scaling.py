@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from . import catalog, memory
 from .catalog import GPU, ModelSpec, System
-from .checks import check_choice, check_positive, check_range
+from .checks import MAX_GPUS, check_choice, check_positive, check_range
 
 __all__ = [
     "LANDMARKS",
@@ -82,9 +82,14 @@ def gpus_to_hold(n_bytes: float, gpu: str | GPU, usable_fraction: float = 1.0) -
     if check_range("usable_fraction", usable_fraction, 0.0, 1.0) == 0:
         raise ValueError("usable_fraction must be a number > 0 and <= 1, got 0")
     capacity = catalog.gpu(gpu).hbm_bytes * usable_fraction
+    if n_bytes / capacity > MAX_GPUS:
+        raise ValueError(f"n_bytes={n_bytes:.3g} at usable_fraction={usable_fraction:g} would need "
+                         f"{n_bytes / capacity:.3g} GPUs, more than the workbook's range "
+                         f"(scaleout.checks.MAX_GPUS = {MAX_GPUS:,})")
     count = max(1, math.ceil(n_bytes / capacity))
-    # the division may round up past a whole number: exactly k GPUs' worth needs k GPUs
-    while count > 1 and (count - 1) * capacity >= n_bytes:
+    # the division may round up past a whole number (by one ulp at most): exactly k GPUs'
+    # worth needs k GPUs; one correction step, so the cost is O(1) at any size
+    if count > 1 and (count - 1) * capacity >= n_bytes:
         count -= 1
     return count
 

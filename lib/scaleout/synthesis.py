@@ -37,8 +37,14 @@ from typing import Any
 import numpy as np
 
 from . import catalog, collectives, fabric, optics, plan, reliability, units
-from .catalog import DATA_DIR, GPU, Link, ModelSpec, _Entry, _f, _lookup, load_entries
-from .checks import check_choice, check_int, check_positive
+from .catalog import DATA_DIR, GPU, Entry, Link, ModelSpec, field_of, load_entries, lookup
+from .checks import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "DEFAULT_SEMANTICS_LINKS",
@@ -171,31 +177,34 @@ def semantics_table(links: Sequence[str | Link] = DEFAULT_SEMANTICS_LINKS, *,
 
 # =========================================================================== domain designs
 @dataclass(frozen=True)
-class ScaleupDomain(_Entry):
+class ScaleupDomain(Entry):
     """One scale-up domain design (``data/scaleup_domains.toml``, whose header has the fields)."""
 
-    name: str = _f("", "catalog name")
-    vendor: str = _f("", "maker or standards body")
-    kind: str = _f("", "one of KINDS")
-    accelerators: int = _f("accelerators", "accelerators in one domain (the most, for a spec)")
-    inner_medium: str = _f("", "links inside a chassis: 'electrical' or 'optical'")
-    switch_tiers: int = _f("tiers", "switch levels: 0 direct mesh, 1, or 2 (L1 + L2)",
+    name: str = field_of("", "catalog name")
+    vendor: str = field_of("", "maker or standards body")
+    kind: str = field_of("", "one of KINDS")
+    accelerators: int = field_of("accelerators",
+                                 "accelerators in one domain (the most, for a spec)")
+    inner_medium: str = field_of("", "links inside a chassis: 'electrical' or 'optical'")
+    switch_tiers: int = field_of("tiers", "switch levels: 0 direct mesh, 1, or 2 (L1 + L2)",
                            allow_zero=True)
-    openness: str = _f("", "'proprietary' or 'open standard'")
-    year: int = _f("year", "year of availability or publication")
-    source: str = _f("", "where the figures come from")
-    link_gbytes_s: float | None = _f("GB/s", "scale-up bandwidth per accelerator, one direction",
+    openness: str = field_of("", "'proprietary' or 'open standard'")
+    year: int = field_of("year", "year of availability or publication")
+    source: str = field_of("", "where the figures come from")
+    link_gbytes_s: float | None = field_of("GB/s",
+                                           "scale-up bandwidth per accelerator, one direction",
                                      default=None)
-    lane_gbps: int | None = _f("Gb/s", "SerDes class of the lanes: 112 or 224", default=None)
-    outer_medium: str | None = _f("", "links between chassis; None for one chassis",
+    lane_gbps: int | None = field_of("Gb/s", "SerDes class of the lanes: 112 or 224", default=None)
+    outer_medium: str | None = field_of("", "links between chassis; None for one chassis",
                                   default=None)
-    chassis: int | None = _f("chassis", "chassis (boards, trays, nodes) per domain", default=None)
-    l1_switches_per_chassis: int | None = _f(
+    chassis: int | None = field_of("chassis", "chassis (boards, trays, nodes) per domain",
+                                   default=None)
+    l1_switches_per_chassis: int | None = field_of(
         "switches", "first-level switch chips in each chassis (two-tier domains)", default=None)
-    l2_switches: int | None = _f("switches", "second-level switch chips joining the chassis",
+    l2_switches: int | None = field_of("switches", "second-level switch chips joining the chassis",
                                  default=None)
-    gpu: str | None = _f("", "the accelerator's name in data/gpus.toml", default=None)
-    link: str | None = _f("", "the scale-up link's name in data/links.toml", default=None)
+    gpu: str | None = field_of("", "the accelerator's name in data/gpus.toml", default=None)
+    link: str | None = field_of("", "the scale-up link's name in data/links.toml", default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -278,7 +287,7 @@ def scaleup_domain(spec: str | ScaleupDomain) -> ScaleupDomain:
     """A domain design by name or alias (``"GB200 NVL72"``, ``"CloudMatrix384"``, ``"UALink"``)."""
     if isinstance(spec, ScaleupDomain):
         return spec
-    return _lookup("scale-up domain", _domains(), spec)
+    return lookup("scale-up domain", _domains(), spec)
 
 
 def scaleup_domains() -> list[ScaleupDomain]:
@@ -340,9 +349,7 @@ def scaleup_optics(spec: str | ScaleupDomain, choice: str = "lpo", *, link_gbps:
 def fibre_delay_s(distance_m, ns_per_m: float = fabric.FIBRE_NS_PER_M):
     """One-way propagation delay over ``distance_m`` of fibre, seconds (about 4.9 ns per metre:
     :data:`scaleout.fabric.FIBRE_NS_PER_M`). Array-friendly."""
-    d = np.asarray(distance_m, dtype=float)
-    if not np.all(np.isfinite(d)) or np.any(d < 0):
-        raise ValueError(f"distance_m must be finite numbers >= 0, got {distance_m!r}")
+    d = check_array("distance_m", distance_m)
     out = units.ns_to_seconds(d * check_positive("ns_per_m", ns_per_m))
     return float(out) if np.ndim(out) == 0 else out
 
@@ -473,11 +480,12 @@ class DomainComparison:
         return {part: small[part] - large[part] for part in plan.STEP_PARTS}
 
 
-def _domain_size(value) -> int:
-    """A domain size from an int or a catalog domain name (its accelerators)."""
+def _domain_size(value, name: str = "domain_sizes") -> int:
+    """A domain size from an int or a catalog domain name (its accelerators); ``name`` is the
+    caller's parameter, for messages."""
     if isinstance(value, str):
-        return scaleup_domain(value).accelerators
-    return check_int("domain size", value)
+        return lookup("scale-up domain", _domains(), value, name).accelerators
+    return check_int(name, value)
 
 
 def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_batch: int,
@@ -520,6 +528,7 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
         An unknown model or GPU, an empty cluster, no domain size; a
         :class:`scaleout.plan.NoPlanError` (a ``ValueError``) when no size has a plan.
     """
+    check_bool("nested", nested)
     m = catalog.model(model)
     g = catalog.gpu(gpu)
     n = check_int("n_gpus", n_gpus)
@@ -634,6 +643,7 @@ def scaleout_fabric(n_gpus: int, link: str | Link, *, switch: str | None = None,
     favours DSP modules' reach and standard interoperability) at the cable lengths of
     ``lengths_m`` (:data:`scaleout.fabric.DEFAULT_LENGTHS_M` by default).
     """
+    check_bool("copper", copper)
     n = check_int("n_gpus", n_gpus)
     port = catalog.link(link)
     if port.scope != "scale-out":
@@ -652,7 +662,9 @@ def scaleout_fabric(n_gpus: int, link: str | Link, *, switch: str | None = None,
         check_choice("lengths_m key", unknown[0], fabric.LINK_TYPES)
     groups = design.link_groups(lengths["endpoint-leaf"], lengths["leaf-spine"],
                                 lengths["spine-core"])
-    bill = optics.fabric_bill(groups, optics_choice, lane_gbps=lane_gbps, copper=copper)
+    choice = check_choice("optics_choice", optics_choice.lower() if isinstance(optics_choice, str)
+                          else optics_choice, optics.CHOICES)
+    bill = optics.fabric_bill(groups, choice, lane_gbps=lane_gbps, copper=copper)
     alpha = fabric.fabric_alpha(port, design, lengths_m=lengths)
     return FabricPlan(port.name, nic, chip.name, design, bill, alpha.latency_s * 1e6)
 
@@ -718,6 +730,9 @@ def reliability_at(model: str | ModelSpec | float, n_gpus: int, *,
       and that goodput (:func:`scaleout.reliability.goodput`, Daly 2006).
     """
     n = check_int("n_gpus", n_gpus)
+    gpus_per_server = check_int("gpus_per_server", gpus_per_server)
+    reliability._params(model, "model")  # checked here so that messages name this parameter
+    reliability._as_study_list(study, "study")
     storage = (default_storage_gbytes_s(n) if storage_gbytes_s is None
                else check_positive("storage_gbytes_s", storage_gbytes_s))
     ckpt = reliability.checkpoint_plan(model, n, storage_gbytes_s=storage, tp=tp, pp=pp)
@@ -827,7 +842,7 @@ def cluster_plan(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_bat
     """
     g = catalog.gpu(gpu)
     chosen_size = _domain_size(gpus_per_node if gpus_per_node is not None
-                               else g.scaleup_domain_gpus)
+                               else g.scaleup_domain_gpus, "gpus_per_node")
     tokens = check_positive("tokens", tokens)
     sizes = {chosen_size, *(_domain_size(d) for d in (domain_sizes or ()))}
     domains = compare_domains(model, g, n_gpus, global_batch, sizes, tokens=tokens,
@@ -858,9 +873,8 @@ def report_model(p: Mapping[str, Any]) -> ModelSpec:
     GPT-shaped model; its sequence is ``seq_len``, or 2,048 when that is 0)."""
     if p["model_name"] != "custom":
         return catalog.model(p["model_name"])
-    return catalog.model({"name": "custom", "n_layers": p["custom_layers"],
-                          "hidden": p["custom_hidden"], "n_heads": p["custom_heads"],
-                          "vocab": p["custom_vocab"], "seq_len": p["seq_len"] or 2048})
+    return catalog.custom_model(p["custom_layers"], p["custom_hidden"], p["custom_heads"],
+                                vocab=p["custom_vocab"], seq_len=p["seq_len"] or 2048)
 
 
 def report_cluster(p: Mapping[str, Any]) -> ClusterPlan:

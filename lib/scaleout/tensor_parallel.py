@@ -47,8 +47,9 @@ import numpy as np
 
 from . import catalog, memory
 from .catalog import ModelSpec
-from .checks import check_divides, check_int, check_positive
-from .data_parallel import ACHIEVED_TFLOPS, Fabric
+from .checks import check_array, check_bool, check_divides, check_int, check_positive
+from .collectives import NodeNetwork
+from .data_parallel import ACHIEVED_TFLOPS
 
 __all__ = [
     "ALL_REDUCES_PER_LAYER",
@@ -88,7 +89,11 @@ def gelu_derivative(x):
 
 
 def _matrix(name: str, w) -> np.ndarray:
+    if isinstance(w, str | bytes) or np.asarray(w).dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a 2-D matrix of numbers, got {w!r}")
     arr = np.asarray(w, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite numbers (no NaN or inf)")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {arr.shape}")
     return arr
@@ -175,10 +180,7 @@ def tensor_parallel_mlp(x, a, b, t: int, grad_output=None) -> TPMLPResult:
 
 # =========================================================================== traffic
 def _t_array(t):
-    arr = np.asarray(t, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 1) or np.any(arr != np.round(arr)):
-        raise ValueError(f"t must be whole numbers >= 1, got {t!r}")
-    return arr
+    return check_array("t", t, integer=True, minimum=1)
 
 
 def tp_activation_bytes(micro_batch: int, seq_len: int, hidden: int,
@@ -265,7 +267,7 @@ def tp_layer(
     *,
     micro_batch: int = 1,
     seq_len: int | None = None,
-    fabric: Fabric | None = None,
+    fabric: NodeNetwork | None = None,
     achieved_tflops: float = ACHIEVED_TFLOPS,
     sp: bool = False,
     bytes_per_element: float = 2,
@@ -282,16 +284,18 @@ def tp_layer(
     The cost model does not require ``t`` to divide the heads; a real layout
     does (:func:`scaleout.memory.training_memory` checks it).
     """
+    check_bool("sp", sp)
     m = catalog.model(model)
     t = check_int("t", t)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
     rate = check_positive("achieved_tflops", achieved_tflops) * 1e12
-    fab = fabric or Fabric()
+    fab = fabric or NodeNetwork()
     size = tp_activation_bytes(micro_batch, s, m.hidden, bytes_per_element)
     if sp:
-        one = fab.time("reduce_scatter", size, t) + fab.time("all_gather", size, t)
+        one = (fab.time("reduce_scatter", size, t, name="t")
+               + fab.time("all_gather", size, t, name="t"))
     else:
-        one = fab.time("all_reduce", size, t)
+        one = fab.time("all_reduce", size, t, name="t")
     return TPLayer(
         t=t,
         traffic_bytes=tp_traffic_bytes_per_layer(micro_batch, s, m.hidden, t, bytes_per_element),

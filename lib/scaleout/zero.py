@@ -30,7 +30,7 @@ Sources
   ``P_os`` and ``P_os+g`` move the same ``2Ψ``; ``P_os+g+p`` adds one
   all-gather of the parameters, ``3Ψ``, "1.5x" of the baseline.
 * Times: :mod:`scaleout.collectives` on a
-  :class:`~scaleout.data_parallel.Fabric` (a node's NVLink, the network between
+  :class:`~scaleout.collectives.NodeNetwork` (a node's NVLink, the network between
   nodes).
 
 Taught in ``notebooks/06_zero_stages.ipynb``.
@@ -45,8 +45,8 @@ import numpy as np
 
 from . import catalog, collectives, memory
 from .catalog import GPU, ModelSpec
-from .checks import check_choice, check_int, check_positive
-from .data_parallel import Fabric
+from .checks import check_array, check_choice, check_int, check_positive
+from .collectives import NodeNetwork
 
 __all__ = [
     "STAGE_NAMES",
@@ -108,9 +108,7 @@ def zero_comm_elements(params, zero_stage: int, dp: int | None = None):
     ``2(N_d−1)/N_d · Ψ``, a reduce-scatter or all-gather ``(N_d−1)/N_d · Ψ``.
     Array-friendly in ``params``.
     """
-    psi = np.asarray(params, dtype=float)
-    if not np.all(np.isfinite(psi)) or np.any(psi <= 0):
-        raise ValueError(f"params must be finite numbers > 0, got {params!r}")
+    psi = check_array("params", params, allow_zero=False)
     ops = stage_collectives(zero_stage)
     if dp is None:
         factor = sum(2.0 if op == "all_reduce" else 1.0 for op, _ in ops)
@@ -144,7 +142,7 @@ class ZeroComm:
         return float(sum(self.parts_s.values()))
 
 
-def zero_comm(params: float, zero_stage: int, dp: int, fabric: Fabric | None = None,
+def zero_comm(params: float, zero_stage: int, dp: int, fabric: NodeNetwork | None = None,
               recipe: str | memory.PrecisionRecipe = "mixed-adam") -> ZeroComm:
     """Seconds of each collective of a ZeRO step over ``dp`` GPUs of ``fabric``.
 
@@ -155,7 +153,7 @@ def zero_comm(params: float, zero_stage: int, dp: int, fabric: Fabric | None = N
     recipe's gradient bytes) or all Ψ weights (at its weight bytes): 2 and 2
     for mixed-precision Adam, the paper's fp16 case, where ``bytes_sent``
     equals :func:`zero_comm_bytes`; Megatron-LM's bf16 recipe reduces fp32
-    gradients, 4 bytes. Times come from ``Fabric.time`` (ring inside a node,
+    gradients, 4 bytes. Times come from ``NodeNetwork.time`` (ring inside a node,
     hierarchical or flat across nodes); ``bytes_sent`` is what each GPU sends
     in a ring (:func:`scaleout.collectives.lower_bound_bytes`). Overlap with
     computation is not subtracted.
@@ -164,11 +162,11 @@ def zero_comm(params: float, zero_stage: int, dp: int, fabric: Fabric | None = N
     stage = _stage(zero_stage)
     dp = check_int("dp", dp)
     r = memory.get_recipe(recipe)
-    fab = fabric or Fabric()
+    fab = fabric or NodeNetwork()
     parts, sent = {}, 0.0
     for op, what in stage_collectives(stage):
         size = psi * (r.grad_bytes if what == "gradients" else r.weight_bytes)
-        parts[f"{op.replace('_', '-')} ({what})"] = float(fab.time(op, size, dp))
+        parts[f"{op.replace('_', '-')} ({what})"] = float(fab.time(op, size, dp, name="dp"))
         sent += collectives.lower_bound_bytes(op, size, dp)
     return ZeroComm(stage, dp, parts, float(sent))
 

@@ -13,16 +13,16 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from scaleout import data_parallel, tensor_parallel, zero
-from scaleout.data_parallel import Fabric
+from scaleout.collectives import NodeNetwork
 
 TARGET_MS = 10.0
 GRADS = data_parallel.gradient_bytes(1.56e9)
 
 CASES: dict[str, Callable[[], object]] = {
     "data_parallel.weak_scaling, 17 GPU counts": lambda: data_parallel.weak_scaling(
-        "gpt2-1.5b", [2**k for k in range(17)], fabric=Fabric()),
+        "gpt2-1.5b", [2**k for k in range(17)], fabric=NodeNetwork()),
     "data_parallel.exposed_comm_time, 40 bucket sizes": lambda: data_parallel.exposed_comm_time(
-        GRADS, np.logspace(5, np.log10(GRADS), 40), 0.14, 1024, Fabric()),
+        GRADS, np.logspace(5, np.log10(GRADS), 40), 0.14, 1024, NodeNetwork()),
     "tensor_parallel.tp_sweep, t = 1..64": lambda: tensor_parallel.tp_sweep(
         "gpt3-175b", [1, 2, 4, 8, 16, 32, 64]),
     "zero.zero_comm, stages 0-3": lambda: [zero.zero_comm(175e9, z, 1024) for z in range(4)],

@@ -43,11 +43,11 @@ from scaleout import catalog, compute, memory
          r"hidden=100 must be a multiple of n_heads=3"),
         (lambda: catalog.model({"n_layers": 0, "hidden": 64, "n_heads": 4, "vocab": 10,
                                 "seq_len": 8}),
-         r"field 'n_layers' must be > 0, got 0"),
+         r"field 'n_layers' must be a finite number > 0, got 0"),
         (lambda: catalog.gpu({"name": "x", "vendor": "y", "year": 2024, "hbm_gib": -80,
                               "hbm_gbytes_s": 1, "bf16_dense_tflops": 1, "scaleup_gbytes_s": 1,
                               "scaleup_link": "z", "scaleup_domain_gpus": 8, "tdp_w": 1}),
-         r"field 'hbm_gib' must be > 0, got -80"),
+         r"field 'hbm_gib' must be a finite number > 0, got -80"),
         (lambda: catalog.published("zero_table9"), r"table must be one of .*did you mean"),
     ],
 )

@@ -317,7 +317,7 @@ def test_malformed_file_is_named(tmp_path):
     (lambda: K.fit_alpha_beta([8, 16], [1e-5], "all_reduce", 8),
      r"size_bytes and time_s must have the same length, got 2 and 1"),
     (lambda: K.fit_alpha_beta([8, 16], [1e-5, -1], "all_reduce", 8),
-     r"time_s must be finite numbers > 0"),
+     r"time_s must be a finite number > 0"),
     (lambda: K.fit_alpha_beta([0, 8, 8], [1e-5] * 3, "all_reduce", 8),
      r"a fit needs at least two distinct sizes > 0, got 1"),
     (lambda: K.fit_alpha_beta([8, 16], [2e-5, 1e-5], "all_reduce", 8),

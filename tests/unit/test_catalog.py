@@ -108,7 +108,7 @@ def test_good_file_loads(tmp_path):
         (lambda t: t.replace("hbm_gib = 80", 'hbm_gib = "80"'),
          r"entry 1 \('G1'\): field 'hbm_gib' must be float or int, got '80'"),
         (lambda t: t.replace("tdp_w = 700", "tdp_w = -700"),
-         r"entry 1 \('G1'\): field 'tdp_w' must be > 0, got -700"),
+         r"entry 1 \('G1'\): field 'tdp_w' must be a finite number > 0, got -700"),
         (lambda t: t.replace('source = "a datasheet"', 'source = "  "'),
          r"entry 1 \('G1'\): field 'source' must not be empty"),
         (lambda t: t + t, r"entry 2 \('G1'\): duplicate name 'G1'"),

@@ -45,7 +45,7 @@ def test_no_algorithm_beats_the_lower_bound():
 
 
 def test_tree_latency_is_logarithmic():
-    lat_only = C.AlphaBeta(1.0, 1e30)
+    lat_only = C.AlphaBeta(1.0, 1e30)  # no bandwidth term: a latency-only what-if
     assert C.collective_time("all_reduce", 8, 1024, lat_only, "tree") == pytest.approx(20)
     assert C.collective_time("all_reduce", 8, 1024, lat_only, "ring") == pytest.approx(2046)
 
@@ -86,7 +86,8 @@ def test_catalog_links_are_alpha_beta_links():
 
 @pytest.mark.parametrize(("call", "pattern"), [
     (lambda: C.collective_time("allreduce", 1, 8, AB), r"op must be one of .*did you mean"),
-    (lambda: C.collective_time("all_reduce", -1, 8, AB), r"size_bytes must be finite numbers >= 0"),
+    (lambda: C.collective_time("all_reduce", -1, 8, AB),
+     r"size_bytes must be a finite number >= 0, got -1"),
     (lambda: C.collective_time("all_reduce", 1, 0, AB), r"n must be a whole number >= 1, got 0"),
     (lambda: C.collective_time("all_to_all", 1, 8, AB, "tree"), r"has no 'tree' algorithm"),
     (lambda: C.collective_time("all_gather", 1, 1, AB, "tree"), r"has no 'tree' algorithm"),

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 from scaleout import catalog, collectives, compute, memory, units
+from scaleout import collectives as C
 from scaleout import data_parallel as D
 from scaleout.collectives import AlphaBeta
 
@@ -40,15 +41,15 @@ def test_all_reduce_inside_a_node_is_a_ring_over_nvlink(n):
 
 def test_all_reduce_across_nodes_is_hierarchical_or_a_flat_ring():
     S, n = 3e9, 64
-    hier = D.gradient_all_reduce_time(S, n, D.Fabric())
+    hier = D.gradient_all_reduce_time(S, n, C.NodeNetwork())
     assert math.isclose(hier, collectives.hierarchical_all_reduce_time(S, 8, 8, NV, IB))
-    flat = D.gradient_all_reduce_time(S, n, D.Fabric(hierarchical=False))
+    flat = D.gradient_all_reduce_time(S, n, C.NodeNetwork(hierarchical=False))
     assert math.isclose(flat, ring_all_reduce(S, n, IB))
     assert hier < flat  # the network carries 1/8 of the data per GPU
 
 
-@pytest.mark.parametrize("fabric", [D.Fabric(), D.Fabric(hierarchical=False),
-                                    D.Fabric(gpus_per_node=1), D.Fabric(gpus_per_node=4)])
+@pytest.mark.parametrize("fabric", [C.NodeNetwork(), C.NodeNetwork(hierarchical=False),
+                                    C.NodeNetwork(gpus_per_node=1), C.NodeNetwork(gpus_per_node=4)])
 @pytest.mark.parametrize("n", [4, 8, 64, 512])
 def test_reduce_scatter_plus_all_gather_is_an_all_reduce(fabric, n):
     """A ring all-reduce is a reduce-scatter then an all-gather (Thakur et al. 2005, Sec. 4.4),
@@ -59,11 +60,11 @@ def test_reduce_scatter_plus_all_gather_is_an_all_reduce(fabric, n):
 
 
 def test_fabric_accepts_catalog_names_links_and_alpha_beta():
-    f = D.Fabric(intra=NV, inter=ALPHA, gpus_per_node=2)
+    f = C.NodeNetwork(intra=NV, inter=ALPHA, gpus_per_node=2)
     assert f.intra is NV and f.inter is ALPHA
     assert "NVLink 4" in f.label and "10 GB/s" in f.label
     assert not f.crosses_network(2) and f.crosses_network(4)
-    assert D.Fabric(inter="NDR").inter == IB
+    assert C.NodeNetwork(inter="NDR").inter == IB
 
 
 # --------------------------------------------------------------------------- buckets
@@ -78,7 +79,7 @@ def test_bucket_count():
 def test_each_bucket_pays_the_latency_again():
     """k buckets: k·2(n−1)·α of latency plus the same 2(n−1)/n·G/B of bandwidth."""
     G, n = 1e9, 16
-    f = D.Fabric(intra=ALPHA, gpus_per_node=16)
+    f = C.NodeNetwork(intra=ALPHA, gpus_per_node=16)
     bw = 2 * (n - 1) / n * G / ALPHA.bandwidth_bytes_s
     for B, k in [(1e9, 1), (1e8, 10), (1e6, 1000)]:
         total = D.bucketed_all_reduce_time(G, B, n, f)
@@ -101,7 +102,7 @@ GRID = [(B, n, back, overlap)
 
 @pytest.mark.parametrize(("bucket", "n", "backward", "overlap"), GRID)
 def test_closed_form_equals_the_bucket_by_bucket_schedule(bucket, n, backward, overlap):
-    G, f = 3.1e9, D.Fabric()
+    G, f = 3.1e9, C.NodeNetwork()
     timeline = D.bucket_timeline(G, bucket, backward, n, f, overlap)
     exposed = D.exposed_comm_time(G, bucket, backward, n, f, overlap)
     assert math.isclose(timeline.exposed_s, exposed, rel_tol=1e-9, abs_tol=1e-12)
@@ -113,7 +114,7 @@ def test_closed_form_equals_the_bucket_by_bucket_schedule(bucket, n, backward, o
 def test_exposed_when_communication_is_the_bottleneck():
     """max(0, comm of the first k−1 buckets − backward left after the first bucket) + last."""
     G, B, n, back = 1e9, 1e8, 1024, 0.05
-    f = D.Fabric(inter="TCP/IP 100GbE")
+    f = C.NodeNetwork(inter="TCP/IP 100GbE")
     full, last = f.time("all_reduce", B, n), f.time("all_reduce", G - 9 * B, n)
     assert full > back * B / G  # each bucket takes longer than the next one takes to appear
     want = max(0.0, 9 * full - (back - back * B / G)) + last
@@ -122,7 +123,7 @@ def test_exposed_when_communication_is_the_bottleneck():
 
 def test_exposed_when_compute_is_the_bottleneck_is_the_last_bucket():
     G, B, n, back = 1e9, 1e8, 64, 1.0
-    f = D.Fabric()
+    f = C.NodeNetwork()
     assert f.time("all_reduce", B, n) < back * B / G
     assert math.isclose(D.exposed_comm_time(G, B, back, n, f), f.time("all_reduce", B, n))
 
@@ -136,7 +137,7 @@ def test_without_overlap_all_communication_is_exposed():
 def test_bucket_size_has_a_sweet_spot():
     """Li et al. 2020, Sec. 3.2.3: tiny buckets pay α many times, one huge bucket cannot overlap."""
     G, back, n = 3e9, 0.2, 256
-    f = D.Fabric(inter="RoCE v2 400GbE")
+    f = C.NodeNetwork(inter="RoCE v2 400GbE")
     sizes = np.array([64 * 2**10, 25 * 2**20, G])
     tiny, ddp, whole = D.exposed_comm_time(G, sizes, back, n, f)
     assert ddp < tiny and ddp < whole
@@ -158,7 +159,7 @@ def test_one_gpu_has_no_communication():
 
 def test_weak_scaling_matches_dp_step():
     ns = [1, 8, 64, 1024]
-    kw = {"fabric": D.Fabric(inter="RoCE v2 400GbE"), "batch_per_gpu": 4, "overlap": False}
+    kw = {"fabric": C.NodeNetwork(inter="RoCE v2 400GbE"), "batch_per_gpu": 4, "overlap": False}
     curve = D.weak_scaling("megatron-1.7b", ns, **kw)
     for i, n in enumerate(ns):
         step = D.dp_step("megatron-1.7b", n, **kw)
@@ -172,19 +173,19 @@ def test_a_thousand_gpus_as_slow_as_a_few_dozen_on_tcp():
     can never exceed compute / (k · 2α) GPUs' worth, however many GPUs are added."""
     tcp = catalog.link("TCP/IP 100GbE")
     kw = {"batch_per_gpu": 4, "overlap": False,
-          "fabric": D.Fabric(inter=tcp, gpus_per_node=1, hierarchical=False)}
+          "fabric": C.NodeNetwork(inter=tcp, gpus_per_node=1, hierarchical=False)}
     step = D.dp_step("gpt2-1.5b", 1024, **kw)
     ceiling = step.compute_s / (step.n_buckets * 2 * tcp.latency_s) * 1024 / 1023
     assert step.effective_gpus < ceiling
     assert step.effective_gpus < 30  # 1024 GPUs deliver the throughput of fewer than 30
-    fast = D.dp_step("gpt2-1.5b", 1024, batch_per_gpu=4, fabric=D.Fabric())
+    fast = D.dp_step("gpt2-1.5b", 1024, batch_per_gpu=4, fabric=C.NodeNetwork())
     assert fast.effective_gpus > 0.95 * 1024  # NVLink + InfiniBand, hierarchical, overlapped
 
 
 def test_efficiency_falls_with_gpus_and_rises_with_link_speed():
     ns = [2**k for k in range(0, 15, 2)]
-    tcp = D.weak_scaling("gpt2-1.5b", ns, fabric=D.Fabric(inter="TCP/IP 100GbE"))
-    ib = D.weak_scaling("gpt2-1.5b", ns, fabric=D.Fabric(inter="InfiniBand NDR"))
+    tcp = D.weak_scaling("gpt2-1.5b", ns, fabric=C.NodeNetwork(inter="TCP/IP 100GbE"))
+    ib = D.weak_scaling("gpt2-1.5b", ns, fabric=C.NodeNetwork(inter="InfiniBand NDR"))
     assert np.all(np.diff(tcp["efficiency"]) <= 1e-12)
     assert np.all(ib["efficiency"] >= tcp["efficiency"] - 1e-12)
 
@@ -203,23 +204,23 @@ def test_data_parallelism_alone_needs_the_whole_model_state_on_every_gpu():
 
 # --------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(("call", "pattern"), [
-    (lambda: D.gradient_bytes(0), r"params must be finite numbers > 0, got 0"),
+    (lambda: D.gradient_bytes(0), r"params must be a finite number > 0, got 0"),
     (lambda: D.gradient_bytes(1e9, "adam"), r"recipe must be one of .*did you mean"),
-    (lambda: D.n_buckets(1e9, 0), r"bucket_bytes must be finite numbers > 0, got 0"),
-    (lambda: D.n_buckets(-1, 1e6), r"grad_bytes must be finite numbers > 0"),
-    (lambda: D.exposed_comm_time(1e9, 1e6, -1, 8), r"backward_s must be finite numbers >= 0"),
-    (lambda: D.bucket_timeline(1e9, 1e6, 0.1, 0), r"n must be a whole number >= 1, got 0"),
+    (lambda: D.n_buckets(1e9, 0), r"bucket_bytes must be a finite number > 0, got 0"),
+    (lambda: D.n_buckets(-1, 1e6), r"grad_bytes must be a finite number > 0"),
+    (lambda: D.exposed_comm_time(1e9, 1e6, -1, 8), r"backward_s must be a finite number >= 0"),
+    (lambda: D.bucket_timeline(1e9, 1e6, 0.1, 0), r"n_gpus must be a whole number >= 1, got 0"),
     (lambda: D.dp_step("gpt2-1.5b", 0), r"n_gpus must be a whole number >= 1, got 0"),
     (lambda: D.dp_step("gpt2-1.5b", 8, batch_per_gpu=0), r"batch_per_gpu must be a whole"),
     (lambda: D.dp_step("gpt-9", 8), r"model 'gpt-9' is not in the catalog"),
     (lambda: D.compute_time("gpt2-1.5b", 1024, 0), r"achieved_tflops must be a finite number > 0"),
-    (lambda: D.Fabric(gpus_per_node=0), r"gpus_per_node must be a whole number >= 1, got 0"),
-    (lambda: D.Fabric(inter="NRD"), r"link 'NRD' is not in the catalog"),
-    (lambda: D.Fabric(inter=42), r"inter must be a catalog link name, a catalog Link or an "
+    (lambda: C.NodeNetwork(gpus_per_node=0), r"gpus_per_node must be a whole number >= 1, got 0"),
+    (lambda: C.NodeNetwork(inter="NRD"), r"link 'NRD' is not in the catalog"),
+    (lambda: C.NodeNetwork(inter=42), r"inter must be a catalog link name, a catalog Link or an "
                                  r"AlphaBeta, got 42"),
-    (lambda: D.Fabric(inter_algorithm="mesh"), r"inter_algorithm must be one of"),
-    (lambda: D.Fabric().time("broadcast", 1e6, 8), r"op must be one of 'all_reduce'"),
-    (lambda: D.Fabric().time("all_reduce", 1e6, 12),
+    (lambda: C.NodeNetwork(inter_algorithm="mesh"), r"inter_algorithm must be one of"),
+    (lambda: C.NodeNetwork().time("broadcast", 1e6, 8), r"op must be one of 'all_reduce'"),
+    (lambda: C.NodeNetwork().time("all_reduce", 1e6, 12),
      r"gpus_per_node=8 must divide n \(GPUs in the group\)=12"),
 ])
 def test_bad_input(call, pattern):

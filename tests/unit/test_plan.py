@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from scaleout import catalog, compute, memory, plan
-from scaleout.data_parallel import Fabric
+from scaleout.collectives import NodeNetwork
 from scaleout.units import GIB
 
 KORTHIKANTI = "Korthikanti et al. 2022, Table 5"
@@ -174,14 +174,14 @@ def test_search_arrays_agree_with_evaluate(big_search):
         i = big_search.order[rank]
         r = big_search.result(rank)
         assert r.step_s == pytest.approx(float(big_search.arrays["step_s"][i]))
-        assert r.memory_bytes == pytest.approx(float(big_search.arrays["memory"][i]))
+        assert r.memory_bytes == pytest.approx(float(big_search.arrays["memory_bytes"][i]))
         assert r.fits
 
 
 def test_search_ranks_by_step_time_and_only_fitting_plans(big_search):
     a, order = big_search.arrays, big_search.order
     assert np.all(np.diff(a["step_s"][order]) >= 0)
-    assert np.all(a["memory"][order] <= a["capacity"][order])
+    assert np.all(a["memory_bytes"][order] <= a["capacity_bytes"][order])
     assert big_search.n_fit < big_search.n_evaluated  # some do not fit
     rows = big_search.top(5)
     assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
@@ -200,10 +200,11 @@ def test_search_enumerates_only_valid_plans(big_search):
     assert not np.any(a["sp"] & (a["tp"] == 1))
     v = a["interleave"]
     assert np.all((v == 1) | ((m.n_layers // a["pp"]) % v == 0))
-    assert np.all((v == 1) | (a["m"] % a["pp"] == 0))
+    assert np.all((v == 1) | (a["micro_batches"] % a["pp"] == 0))
     # every combination of the options appears: the search is exhaustive
-    seen = set(zip(a["zero_stage"][a["pp"] == 1], a["rc"][a["pp"] == 1], strict=True))
-    assert seen == set(itertools.product(range(4), range(3))) or not np.any(a["pp"] == 1)
+    seen = set(zip(a["zero_stage"][a["pp"] == 1], a["recompute"][a["pp"] == 1], strict=True))
+    assert (seen == set(itertools.product(range(4), ("none", "selective", "full")))
+            or not np.any(a["pp"] == 1))
 
 
 def test_search_is_exhaustive_against_a_brute_force_count():
@@ -266,9 +267,9 @@ def test_explain_names_the_winner_and_what_the_others_give_up(big_search):
 
 # =========================================================================== bad input
 def test_no_layout_for_a_prime_gpu_count():
-    with pytest.raises(plan.NoPlanError, match="no layout of 13 GPUs") as e:
+    with pytest.raises(plan.NoPlanError, match="no layout of n_gpus=13 ") as e:
         plan.search("megatron-1t", "A100-SXM4-80GB", 13, 512)
-    assert "divide the global batch 512" in str(e.value)
+    assert "divide global_batch=512" in str(e.value)
     assert isinstance(e.value, ValueError)
 
 
@@ -281,14 +282,15 @@ def test_model_that_fits_nowhere_names_the_smallest_shortfall():
 
 
 def test_batch_not_divisible_by_any_data_parallel_size():
-    with pytest.raises(plan.NoPlanError, match="divide the global batch 7"):
+    with pytest.raises(plan.NoPlanError, match="divide global_batch=7"):
         plan.search("megatron-1.7b", "A100-SXM4-80GB", 256, 7)
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    (dict(tp=5), "tp=5 must divide the 96 attention heads"),
+    (dict(tp=5), "tp=5 must divide n_heads=96; allowed: 1, 2, 3, 4, 6, 8"),
     (dict(tp=16, dp=4), "larger than the 8 GPUs of a node"),
-    (dict(pp=5), "pp=5 must divide the 96 layers"),
+    (dict(pp=5), r"pp=5 must divide n_layers=96; .* \(or pass uneven_layers=True\)"),
+    (dict(zero_stage=1), "zero_stage=1 shards over data-parallel copies, but dp=1"),
     (dict(pp=8, zero_stage=3, dp=8), "ZeRO stages 2 and 3 are incompatible"),
     (dict(pp=8, interleave=5, dp=8), "interleave=5 must divide the 12 layers per stage"),
     (dict(sp=True), "needs tp > 1"),
@@ -324,7 +326,7 @@ def test_calibration_is_checked():
 
 def test_default_network_is_the_gpus_server():
     net = plan.default_network("H100")
-    assert isinstance(net, Fabric) and net.gpus_per_node == 8
+    assert isinstance(net, NodeNetwork) and net.gpus_per_node == 8
     assert net.inter.name == "InfiniBand NDR" and net.intra.name == "NVLink 4"
     assert plan.default_network("GB200").gpus_per_node == 72
     with pytest.raises(ValueError, match="choose a network port"):
@@ -357,3 +359,84 @@ def test_a_domain_that_holds_whole_smaller_domains_is_never_slower(small, large)
     a = plan.search("llama3-70b", "H100-SXM5-80GB", 576, 1152, gpus_per_node=small)
     b = plan.search("llama3-70b", "H100-SXM5-80GB", 576, 1152, gpus_per_node=large)
     assert b.result(0).step_s <= a.result(0).step_s * (1 + 1e-9)
+
+
+# -------------------------------------------------------------------- one table of rules
+def _random_plans(rng, n_plans: int):
+    for _ in range(n_plans):
+        t, p, d = (int(rng.choice([1, 2, 3, 4, 8, 16])), int(rng.choice([1, 2, 3, 4, 8, 12])),
+                   int(rng.choice([1, 2, 4, 6, 8])))
+        b = int(rng.choice([1, 2, 3, 4]))
+        batch = d * b * int(rng.choice([1, 2, 3, 4, 8, 12]))
+        yield plan.Plan(tp=t, pp=p, dp=d, micro_batch=b, global_batch=batch,
+                        zero_stage=int(rng.integers(4)), sp=bool(rng.integers(2)),
+                        recompute=str(rng.choice(plan.RECOMPUTE_MODES)),
+                        interleave=int(rng.choice([1, 1, 2, 3, 4])))
+
+
+@pytest.mark.parametrize(("model", "uneven"), [("gpt3-175b", False), ("llama3-70b", True),
+                                               ("megatron-7.5b", False)])
+def test_evaluate_accepts_exactly_what_search_enumerates(model, uneven):
+    """For random plans: evaluate raises iff the plan is not among the search's plans of its
+    GPU count and batch (the same options), so the two can never disagree again."""
+    rng = np.random.default_rng(3)
+    enumerated: dict[tuple[int, int], set | None] = {}
+    compared = accepted_count = 0
+    for p in _random_plans(rng, 300):
+        key = (p.n_gpus, p.global_batch)
+        if key not in enumerated:
+            try:
+                r = plan.search(model, "H100-SXM5-80GB", *key, uneven_layers=uneven,
+                                max_micro_batch=4, max_interleave=4)
+                a = r.arrays
+                enumerated[key] = set(zip(*(a[f].tolist() for f in plan.PLAN_FIELDS),
+                                          strict=True))
+            except plan.NoPlanError:  # none valid, or none fits: the search keeps no arrays
+                enumerated[key] = None
+        if enumerated[key] is None:
+            continue
+        compared += 1
+        fields = tuple(getattr(p, f) for f in plan.PLAN_FIELDS)
+        try:
+            plan.evaluate(model, "H100-SXM5-80GB", p, uneven_layers=uneven)
+            accepted = True
+        except ValueError:
+            accepted = False
+        assert accepted == (fields in enumerated[key]), p.label
+        accepted_count += accepted
+    assert compared >= 100 and 0 < accepted_count < compared  # both outcomes exercised
+
+
+def test_every_rule_has_a_layout_that_breaks_it_and_says_so():
+    from scaleout import catalog, layout
+    m = catalog.model("gpt3-175b")
+    facts = layout.Facts.of(m, 8, relaxable=True)
+    breakers = {
+        "batch": dict(dp=4, micro_batch=3, global_batch=16),
+        "tp_heads": dict(tp=5), "tp_kv_heads": None, "tp_in_node": dict(tp=16),
+        "tp_whole_nodes": dict(tp=3), "pp_layers": dict(pp=5),
+        "interleave_layers": dict(pp=8, interleave=5, dp=8, global_batch=64),
+        "interleave_micro_batches": dict(pp=8, interleave=2, dp=8, global_batch=8 * 12),
+        "zero_pipeline": dict(pp=2, zero_stage=2, dp=2, global_batch=4),
+        "sp_needs_tp": dict(sp=True), "zero_needs_dp": dict(zero_stage=1),
+    }
+    assert set(breakers) == {r.name for r in layout.RULES}
+    for rule in layout.RULES:
+        fields = breakers[rule.name]
+        if fields is None:  # GPT-3 has no grouped-query attention: use Llama 3 70B (8 KV)
+            m2 = catalog.model("llama3-70b")
+            row = dict(tp=16, pp=1, dp=1, micro_batch=1, interleave=1, zero_stage=0, sp=False,
+                       recompute="none", global_batch=1)
+            arrays = {k: np.array([v]) for k, v in row.items()}
+            assert layout.valid(arrays, layout.Facts.of(m2, 16), only=(rule.name,))[0]
+            row["tp"] = 6
+            arrays = {k: np.array([v]) for k, v in row.items()}
+            assert not layout.valid(arrays, layout.Facts.of(m2, 16), only=(rule.name,))[0]
+            continue
+        row = dict(tp=1, pp=1, dp=1, micro_batch=1, interleave=1, zero_stage=0, sp=False,
+                   recompute="none", global_batch=1) | fields
+        arrays = {k: np.array([v]) for k, v in row.items()}
+        first = layout.failures(arrays, facts)[0]
+        assert layout.RULES[first].name == rule.name
+        message = rule.message(row, facts)
+        assert "\n" not in message and any(str(v) in message for v in fields.values())

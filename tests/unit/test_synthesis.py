@@ -110,8 +110,8 @@ def test_a_good_file_loads(tmp_path):
     ('outer_medium = "optical"', 'outer_medium = "laser"', r"field 'outer_medium' must be one"),
     ('lane_gbps = 224', 'lane_gbps = 100', r"field 'lane_gbps' must be one of 112, 224"),
     ('switch_tiers = 2', 'switch_tiers = 3', r"field 'switch_tiers' must be 0, 1 or 2"),
-    ('switch_tiers = 2', 'switch_tiers = -1', r"field 'switch_tiers' must be >= 0"),
-    ('accelerators = 16', 'accelerators = 0', r"field 'accelerators' must be > 0"),
+    ('switch_tiers = 2', 'switch_tiers = -1', r"field 'switch_tiers' must be a finite number >= 0"),
+    ('accelerators = 16', 'accelerators = 0', r"field 'accelerators' must be a finite number > 0"),
     ('accelerators = 16', 'accelerators = "16"', r"field 'accelerators' must be int"),
     ('chassis = 4', 'chassis = 32', r"field 'chassis' \(32\) exceeds the 16 accelerators"),
     ('outer_medium = "optical"\n', '', r"field 'outer_medium' is missing: 4 chassis"),
@@ -268,7 +268,7 @@ def test_compare_domains_bad_input():
         S.compare_domains("llama3-70b", "GB300", 576, 1152)
     with pytest.raises(ValueError, match="at least one scale-up domain size"):
         S.compare_domains("llama3-70b", "GB200", 576, 1152, ())
-    with pytest.raises(ValueError, match="domain size must be a whole number >= 1"):
+    with pytest.raises(ValueError, match="domain_sizes must be a whole number >= 1"):
         S.compare_domains("llama3-70b", "GB200", 576, 1152, (0,))
     with pytest.raises(plan.NoPlanError, match=r"no domain size gives a plan .* 100-GPU"):
         S.compare_domains("llama3-70b", "GB200", 576, 1152, (100,))
@@ -427,5 +427,5 @@ def test_fibre_delay_and_the_alpha_between_sites():
     link = catalog.link("InfiniBand NDR")
     assert ab.latency_s == pytest.approx(link.latency_s + 49e-6, rel=1e-3)
     assert ab.bandwidth_bytes_s == link.bandwidth_bytes_s
-    with pytest.raises(ValueError, match="distance_m must be finite numbers >= 0"):
+    with pytest.raises(ValueError, match="distance_m must be a finite number >= 0"):
         S.fibre_delay_s(-1)

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from scaleout import catalog, collectives, compute, memory
 from scaleout import tensor_parallel as T
-from scaleout.collectives import AlphaBeta
-from scaleout.data_parallel import Fabric
+from scaleout.collectives import AlphaBeta, NodeNetwork
 
 RNG = np.random.default_rng(2019)
 X = RNG.normal(size=(6, 16))  # 6 tokens, h = 16
@@ -86,7 +85,7 @@ def test_traffic_is_array_friendly_and_bounded_by_8bsh():
 
 def test_layer_time_inside_a_node_is_four_nvlink_ring_all_reduces():
     nv = catalog.link("NVLink 4")
-    layer = T.tp_layer("gpt3-175b", 8, micro_batch=1, seq_len=2048, fabric=Fabric())
+    layer = T.tp_layer("gpt3-175b", 8, micro_batch=1, seq_len=2048, fabric=NodeNetwork())
     S = 2 * 2048 * 12288
     want = 4 * (2 * 7 * nv.latency_s + 2 * 7 / 8 * S / nv.bandwidth_bytes_s)
     assert math.isclose(layer.comm_s, want)
@@ -134,14 +133,14 @@ def test_communication_share_grows_with_t_and_jumps_off_the_node():
     assert frac[0] == 0 and np.all(np.diff(frac) > 0)
     np.testing.assert_array_equal(sweep["crosses_network"], [False] * 4 + [True] * 3)
     # the same t over InfiniBand instead of NVLink: a far larger share
-    ib = T.tp_layer("gpt3-175b", 8, fabric=Fabric(intra="InfiniBand NDR", gpus_per_node=8))
+    ib = T.tp_layer("gpt3-175b", 8, fabric=NodeNetwork(intra="InfiniBand NDR", gpus_per_node=8))
     assert ib.comm_fraction > 3 * T.tp_layer("gpt3-175b", 8).comm_fraction
     # compute per GPU falls as 1/t
     np.testing.assert_allclose(sweep["compute_s"] * sweep["t"], sweep["compute_s"][0])
 
 
 def test_a_bigger_nvlink_domain_keeps_tp_on_nvlink():
-    nvl72 = Fabric(intra="NVLink 5", gpus_per_node=72)
+    nvl72 = NodeNetwork(intra="NVLink 5", gpus_per_node=72)
     assert not T.tp_layer("gpt3-175b", 64, fabric=nvl72).crosses_network
     assert T.tp_layer("gpt3-175b", 64, fabric=nvl72).comm_s < T.tp_layer("gpt3-175b", 64).comm_s
 
@@ -152,7 +151,7 @@ def test_a_bigger_nvlink_domain_keeps_tp_on_nvlink():
     (lambda: T.split_rows(B, 0), r"t must be a whole number >= 1, got 0"),
     (lambda: T.split_columns(np.ones(4), 2), r"w must be a 2-D matrix, got shape \(4,\)"),
     (lambda: T.tensor_parallel_mlp(X, B, A, 2), r"shapes do not chain"),
-    (lambda: T.tp_traffic_elements_per_layer(1, 2048, 4096, 0), r"t must be whole numbers >= 1"),
+    (lambda: T.tp_traffic_elements_per_layer(1, 2048, 4096, 0), r"t must be a whole number >= 1"),
     (lambda: T.tp_traffic_elements_per_layer(0, 2048, 4096, 2), r"micro_batch must be a whole"),
     (lambda: T.tp_traffic_bytes_per_layer(1, 2048, 4096, 2, 0), r"bytes_per_element must be"),
     (lambda: T.tp_layer("gpt3-175b", 0), r"t must be a whole number >= 1, got 0"),

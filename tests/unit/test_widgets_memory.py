@@ -75,3 +75,19 @@ def test_preset_fills_dimensions_and_editing_switches_to_custom(explorer):
 def test_unknown_control_is_a_clear_error():
     with pytest.raises(ValueError, match="no control 'tpp'"):
         MemoryExplorer(tpp=2)
+
+
+def test_custom_model_is_a_function_of_the_controls_not_of_history():
+    # start on llama3-70b, edit a dimension (custom from llama3-70b), pick gpt3-175b, then custom
+    used = MemoryExplorer(model="llama3-70b", tp=8, pp=8, dp=16)
+    used.controls["hidden"].value = 8192 + 64  # any edit switches to custom
+    used.controls["model"].value = "gpt3-175b"
+    used.controls["model"].value = CUSTOM
+    fresh = MemoryExplorer(model="llama3-70b", tp=8, pp=8, dp=16)
+    fresh.set_values(**used.values())
+    assert used.values() == fresh.values()
+    assert used.error is None and fresh.error is None
+    assert used.result["params"] == fresh.result["params"]
+    assert used.result["chosen"] == fresh.result["chosen"]
+    # gpt3-175b's dimensions on gpt3-175b's other fields: 174.6 billion, as the preset
+    assert used.result["params"] / 1e9 == pytest.approx(174.6, abs=0.05)

@@ -3,7 +3,16 @@
 import math
 
 import pytest
-from scaleout import catalog, data_parallel, memory, svgchart, tensor_parallel, units, zero
+from scaleout import (
+    catalog,
+    collectives,
+    data_parallel,
+    memory,
+    svgchart,
+    tensor_parallel,
+    units,
+    zero,
+)
 from scaleout.widgets.parallel import DataParallelExplorer, TensorParallelExplorer, ZeroExplorer
 
 
@@ -19,7 +28,7 @@ def dp_explorer():
 
 
 def test_dp_initial_state_matches_library(dp_explorer):
-    fabric = data_parallel.Fabric(intra="NVLink 4", inter="InfiniBand NDR")
+    fabric = collectives.NodeNetwork(intra="NVLink 4", inter="InfiniBand NDR")
     want = data_parallel.dp_step("gpt2-1.5b", 1024, fabric=fabric, batch_per_gpu=8,
                                  bucket_bytes=25 * units.MIB, achieved_tflops=400)
     assert dp_explorer.error is None and is_svg(dp_explorer)
@@ -64,7 +73,7 @@ def test_dp_unknown_link_name_is_reported():
     explorer = DataParallelExplorer()
     explorer.controls["link"].options = [*explorer.controls["link"].options, "Carrier pigeon"]
     explorer.controls["link"].value = "Carrier pigeon"
-    assert explorer.error.startswith("link 'Carrier pigeon' is not in the catalog")
+    assert explorer.error.startswith("inter: link 'Carrier pigeon' is not in the catalog")
     assert "⚠" in explorer.status.value
     explorer.controls["link"].value = "InfiniBand NDR"
     assert explorer.error is None and explorer.status.value == ""
@@ -78,7 +87,7 @@ def tp_explorer():
 
 def test_tp_initial_state_matches_library(tp_explorer):
     want = tensor_parallel.tp_layer("gpt3-175b", 8, micro_batch=1, seq_len=2048,
-                                    fabric=data_parallel.Fabric(), achieved_tflops=400)
+                                    fabric=collectives.NodeNetwork(), achieved_tflops=400)
     assert tp_explorer.error is None and is_svg(tp_explorer)
     assert tp_explorer.result["layer"] == want
     assert tp_explorer.result["layer"].traffic_bytes == 16 * 2048 * 12288 * 7 / 8
@@ -131,7 +140,7 @@ def test_zero_initial_state_matches_library(zero_explorer):
         assert r["memory"][z] == memory.training_memory("gpt3-175b", "H100", dp=64,
                                                         zero_stage=z, recompute="full")
     assert r["lowest"] == 3 and r["memory"][3].fits
-    fabric = data_parallel.Fabric(intra="NVLink 4", inter="InfiniBand NDR")
+    fabric = collectives.NodeNetwork(intra="NVLink 4", inter="InfiniBand NDR")
     assert r["comm"][3] == zero.zero_comm(memory.stage_params("gpt3-175b"), 3, 64, fabric)
     assert "3Ψ" in zero_explorer.readout.value
 

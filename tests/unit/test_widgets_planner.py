@@ -61,7 +61,7 @@ def test_custom_model(explorer):
 def test_bad_batch_and_impossible_model_show_a_message_and_recover(explorer):
     good = explorer.readout.value
     explorer.controls["global_batch"].value = 7
-    assert "must divide the global batch 7" in explorer.error
+    assert "must divide global_batch=7" in explorer.error
     assert explorer.readout.value == good  # the last good result stays on screen
     explorer.set_values(global_batch=3072, n_gpus=8)
     assert "GiB short" in explorer.error

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scaleout import catalog, collectives, memory, units
 from scaleout import zero as Z
-from scaleout.data_parallel import Fabric
+from scaleout.collectives import NodeNetwork
 
 PSI = 7.5e9
 
@@ -41,8 +41,8 @@ def test_traffic_is_array_friendly():
     np.testing.assert_allclose(Z.zero_comm_elements(np.array([1e9, 2e9]), 3), [3e9, 6e9])
 
 
-@pytest.mark.parametrize("fabric", [Fabric(), Fabric(hierarchical=False),
-                                    Fabric(inter="TCP/IP 100GbE", gpus_per_node=1)])
+@pytest.mark.parametrize("fabric", [NodeNetwork(), NodeNetwork(hierarchical=False),
+                                    NodeNetwork(inter="TCP/IP 100GbE", gpus_per_node=1)])
 @pytest.mark.parametrize("dp", [8, 64, 512])
 def test_times_on_a_ring_fabric_follow_the_volumes(fabric, dp):
     """On rings a reduce-scatter or an all-gather takes exactly half an all-reduce, so stages
@@ -68,7 +68,7 @@ def test_bytes_follow_the_recipe():
     assert Z.zero_comm(PSI, 3, dp).bytes_sent == pytest.approx(Z.zero_comm_bytes(PSI, 3, dp))
     bf16 = Z.zero_comm(PSI, 2, dp, recipe="megatron-bf16")
     assert bf16.bytes_sent == pytest.approx((dp - 1) / dp * PSI * (4 + 2))
-    fab = Fabric()
+    fab = NodeNetwork()
     assert bf16.parts_s["reduce-scatter (gradients)"] == fab.time("reduce_scatter", 4 * PSI, dp)
     assert bf16.parts_s["all-gather (weights)"] == fab.time("all_gather", 2 * PSI, dp)
 
@@ -110,10 +110,10 @@ def test_lowest_fitting_stage_is_the_first_that_fits():
 # --------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(("call", "pattern"), [
     (lambda: Z.zero_comm_elements(PSI, 4), r"zero_stage must be a whole number from 0 to 3"),
-    (lambda: Z.zero_comm_elements(-1, 1), r"params must be finite numbers > 0"),
+    (lambda: Z.zero_comm_elements(-1, 1), r"params must be a finite number > 0"),
     (lambda: Z.zero_comm_elements(PSI, 1, 0), r"dp must be a whole number >= 1, got 0"),
     (lambda: Z.zero_comm_bytes(PSI, 1, 8, 0), r"bytes_per_element must be a finite number > 0"),
-    (lambda: Z.zero_comm(PSI, 3, 12), r"gpus_per_node=8 must divide n \(GPUs in the group\)=12"),
+    (lambda: Z.zero_comm(PSI, 3, 12), r"gpus_per_node=8 must divide dp \(GPUs in the group\)=12"),
     (lambda: Z.stage_collectives(-1), r"zero_stage must be a whole number from 0 to 3"),
     (lambda: Z.zero_comm(PSI, 1, 8, recipe="adam"), r"recipe must be one of"),
     (lambda: Z.lowest_fitting_stage("gpt3-175b", "H1000", 8), r"gpu 'H1000' is not in the"),

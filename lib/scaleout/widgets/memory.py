@@ -30,7 +30,11 @@ class MemoryExplorer(Explorer):
     micro-batch, sequence length, recompute mode, sequence parallelism, flash
     attention, TP/PP/DP sizes and ZeRO stage. The chart shows the chosen layout
     under each ZeRO stage, so the effect of sharding is visible at a glance.
-    Editing a dimension while a preset is chosen switches to ``"custom"``.
+    Editing a dimension while a preset is chosen switches to ``"custom"``; a
+    custom model takes its other fields (vocabulary, MLP, KV heads, ...) from
+    the ``base`` control ("custom from"), which follows the preset last chosen
+    and can be changed while ``"custom"`` is on. The result is a function of the
+    controls alone: an explorer given the same control values shows the same.
     ``result`` is a dict: ``{"chosen": MemoryBreakdown, "by_stage": {0: ..., 3: ...},
     "model": ModelSpec, "gpu": GPU, "n_gpus": int}``.
     """
@@ -40,12 +44,12 @@ class MemoryExplorer(Explorer):
 
     def __init__(self, **initial: Any) -> None:
         self._filling = False
-        self._base: catalog.ModelSpec | None = None
         model_name = initial.pop("model", "gpt3-175b")
         super().__init__()
         self._filling = True
         try:
-            self.controls["model"].value = catalog.model(model_name).name
+            self.controls["model"].value = (CUSTOM if model_name == CUSTOM
+                                            else catalog.model(model_name).name)
             self._fill_dims(self.controls["model"].value)
             self.set_values(**initial)
         finally:
@@ -59,6 +63,8 @@ class MemoryExplorer(Explorer):
             "n_layers": _int_box("layers", 96),
             "hidden": _int_box("hidden size", 12288),
             "n_heads": _int_box("heads", 96),
+            "base": W.Dropdown(options=catalog.model_names(), value="gpt3-175b",
+                               description="custom from", disabled=True, **_WIDE),
             "gpu": W.Dropdown(options=catalog.gpu_names(), value="A100-SXM4-80GB",
                               description="GPU", **_WIDE),
             "recipe": W.Dropdown(options=list(memory.RECIPES), value="mixed-adam",
@@ -81,11 +87,14 @@ class MemoryExplorer(Explorer):
 
     # -- model presets vs custom dimensions ------------------------------------------------
     def _fill_dims(self, name: str) -> None:
+        """A preset sets the dimensions and the base of a later custom model; custom, nothing."""
+        self.controls["base"].disabled = name != CUSTOM
         if name == CUSTOM:
             return
         spec = catalog.model(name)
         for dim in _DIMS:
             self.controls[dim].value = getattr(spec, dim)
+        self.controls["base"].value = spec.name
 
     def _on_change(self, change: Mapping[str, Any]) -> None:
         if self._filling:
@@ -97,8 +106,8 @@ class MemoryExplorer(Explorer):
                 self._fill_dims(change["new"])
             elif owner in [self.controls[d] for d in _DIMS]:
                 if self.controls["model"].value != CUSTOM:
-                    self._base = catalog.model(self.controls["model"].value)
-                    self.controls["model"].value = CUSTOM
+                    self.controls["model"].value = CUSTOM  # base already holds the preset
+                    self._fill_dims(CUSTOM)
         finally:
             self._filling = False
         self.refresh()
@@ -111,12 +120,7 @@ class MemoryExplorer(Explorer):
     def _model_spec(self, v: Mapping[str, Any]) -> catalog.ModelSpec:
         if v["model"] != CUSTOM:
             return catalog.model(v["model"])
-        base = self._base or catalog.model("gpt3-175b")
-        for dim in _DIMS:
-            if v[dim] < 1:
-                raise ValueError(f"{dim} must be a whole number >= 1, got {v[dim]}")
-        return base.replace(name=CUSTOM, source="user-defined", params_published=None,
-                            **{d: v[d] for d in _DIMS})
+        return catalog.custom_model(*(v[d] for d in _DIMS), base=v["base"], name=CUSTOM)
 
     # -- model calls only ---------------------------------------------------------------
     def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,17 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import catalog, data_parallel, memory, plotting, svgchart, tensor_parallel, units, zero
+from .. import (
+    catalog,
+    collectives,
+    data_parallel,
+    memory,
+    plotting,
+    svgchart,
+    tensor_parallel,
+    units,
+    zero,
+)
 from .common import Explorer
 from .scale_up import html_table
 
@@ -111,8 +121,8 @@ class DataParallelExplorer(Explorer):
         gpu = catalog.gpu(v["gpu"])
         intra = gpu.scaleup_link
 
-        def fabric(link: str) -> data_parallel.Fabric:
-            return data_parallel.Fabric(intra=intra, inter=link,
+        def fabric(link: str) -> collectives.NodeNetwork:
+            return collectives.NodeNetwork(intra=intra, inter=link,
                                         gpus_per_node=v["gpus_per_node"],
                                         hierarchical=v["hierarchical"])
 
@@ -209,7 +219,7 @@ class TensorParallelExplorer(Explorer):
         }
 
     def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:
-        fab = data_parallel.Fabric(intra=v["intra"], inter=v["inter"],
+        fab = collectives.NodeNetwork(intra=v["intra"], inter=v["inter"],
                                    gpus_per_node=v["gpus_per_node"])
         kw = {"micro_batch": v["micro_batch"], "seq_len": v["seq_len"], "fabric": fab,
               "achieved_tflops": v["achieved_tflops"], "sp": v["sp"]}
@@ -315,7 +325,7 @@ class ZeroExplorer(Explorer):
               "recipe": v["recipe"]}
         mem = {z: memory.training_memory(model, gpu, dp=v["dp"], zero_stage=z, **kw)
                for z in range(4)}
-        fab = data_parallel.Fabric(intra=gpu.scaleup_link, inter=v["link"],
+        fab = collectives.NodeNetwork(intra=gpu.scaleup_link, inter=v["link"],
                                    gpus_per_node=v["gpus_per_node"])
         params = memory.stage_params(model)
         comm = {z: zero.zero_comm(params, z, v["dp"], fab, v["recipe"]) for z in range(4)}

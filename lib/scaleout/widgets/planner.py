@@ -37,8 +37,9 @@ class PlannerExplorer(Explorer):
     """The fastest layouts that fit, for one model, GPU and cluster.
 
     Controls: ``model`` (catalog name or ``"custom"``), ``custom_layers``,
-    ``custom_hidden``, ``custom_heads`` (used by ``"custom"``: a GPT-style model with a
-    51,200-token vocabulary), ``gpu``, ``n_gpus``, ``gpus_per_node``, ``global_batch``
+    ``custom_hidden``, ``custom_heads`` (used by ``"custom"``:
+    :func:`scaleout.catalog.custom_model`), ``gpu``, ``n_gpus``, ``gpus_per_node``,
+    ``global_batch``
     (sequences), ``seq_len``, ``tokens_b`` (training budget, billions of tokens) and
     ``flash_attention`` and ``network`` (:data:`USUAL` or a scale-out link of
     ``data/links.toml``, one port per GPU). ``result`` is the :class:`scaleout.plan.SearchResult`;
@@ -85,9 +86,8 @@ class PlannerExplorer(Explorer):
     def _model(self, v: Mapping[str, Any]):
         if v["model"] != CUSTOM:
             return catalog.model(v["model"])
-        return catalog.model({"name": "custom", "n_layers": v["custom_layers"],
-                              "hidden": v["custom_hidden"], "n_heads": v["custom_heads"],
-                              "vocab": 51200, "seq_len": v["seq_len"]})
+        return catalog.custom_model(v["custom_layers"], v["custom_hidden"], v["custom_heads"],
+                                    seq_len=v["seq_len"])
 
     def _compute(self, v: Mapping[str, Any]) -> plan.SearchResult:
         tokens = float(v["tokens_b"]) * 1e9

@@ -1,0 +1,308 @@
+"""A parallel layout, and the one table of rules that makes it valid.
+
+A *layout* (:class:`Plan`) splits the training of one model over ``n = tp × pp × dp`` GPUs:
+tensor parallelism (``tp``) splits every matrix, pipeline parallelism (``pp``) splits the
+layers into stages, data parallelism (``dp``) copies the result and splits the batch; ZeRO
+shards model state over the copies; sequence parallelism, activation recomputation, the
+micro-batch size and the interleaved schedule trade memory for time.
+
+Which layouts are valid is written once, in :data:`RULES`: each rule has a name, a sentence
+for the one layout that breaks it, and a vectorised test over arrays of layouts. Everything
+that asks the question uses the table:
+
+* :func:`scaleout.plan.search` masks its candidate arrays with it (:func:`valid`);
+* :func:`scaleout.plan.evaluate` raises the first failing rule's sentence (:func:`check`);
+* the search's "no layout" message counts the candidates each rule removed
+  (:func:`failures`);
+* :func:`scaleout.memory.training_memory` checks the rules about the model's shape;
+* :class:`Plan` itself checks the batch rule.
+
+The rules follow the frameworks that ran the published layouts: Megatron-LM (tensor
+parallelism splits heads and stays inside an NVLink domain; the interleaved schedule needs
+``v`` to divide a stage's layers and ``m`` to be a multiple of ``pp``; Narayanan et al. 2021,
+Sec. 2.2 and 3), DeepSpeed ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
+its pipeline docs) and Korthikanti et al. 2022 (sequence parallelism rides on tensor
+parallelism). Taught in notebooks 02, 05 and 08.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .checks import check_bool, check_choice, check_int
+
+__all__ = [
+    "RECOMPUTE_MODES",
+    "RULES",
+    "Facts",
+    "Plan",
+    "Rule",
+    "allowed_divisors",
+    "check",
+    "failures",
+    "plan_arrays",
+    "valid",
+]
+
+#: Activation recomputation: none, the attention core only (Korthikanti et al. 2022 Sec. 5),
+#: or every layer's forward pass (Megatron-LM's full recomputation).
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
+# =========================================================================== the layout
+@dataclass(frozen=True)
+class Plan:
+    """One way to split training over ``tp × pp × dp`` GPUs.
+
+    ``global_batch`` is in sequences (default ``dp × micro_batch``); ``interleave`` is ``v``,
+    model chunks per GPU (1: plain 1F1B); ``recompute`` one of :data:`RECOMPUTE_MODES`;
+    ``seq_len`` defaults to the model's.
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    micro_batch: int = 1
+    global_batch: int | None = None
+    zero_stage: int = 0
+    sp: bool = False
+    recompute: str = "none"
+    interleave: int = 1
+    flash_attention: bool = False
+    seq_len: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "micro_batch", "interleave"):
+            object.__setattr__(self, name, check_int(name, getattr(self, name)))
+        batch = self.global_batch if self.global_batch is not None else self.dp * self.micro_batch
+        object.__setattr__(self, "global_batch", check_int("global_batch", batch))
+        object.__setattr__(self, "zero_stage",
+                           check_int("zero_stage", self.zero_stage, minimum=0, maximum=3))
+        check_choice("recompute", self.recompute, RECOMPUTE_MODES)
+        check_bool("sp", self.sp)
+        check_bool("flash_attention", self.flash_attention)
+        if self.seq_len is not None:
+            object.__setattr__(self, "seq_len", check_int("seq_len", self.seq_len))
+        check(self, Facts(), only=("batch",))
+
+    @property
+    def n_gpus(self) -> int:
+        """``tp × pp × dp``."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def micro_batches(self) -> int:
+        """``m``: micro-batches per replica per iteration."""
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def label(self) -> str:
+        """``"TP8 PP8 DP16, b=1, v=3, ZeRO-1, SP, selective"``."""
+        parts = [f"TP{self.tp} PP{self.pp} DP{self.dp}", f"b={self.micro_batch}"]
+        if self.interleave > 1:
+            parts.append(f"v={self.interleave}")
+        if self.zero_stage:
+            parts.append(f"ZeRO-{self.zero_stage}")
+        if self.sp:
+            parts.append("SP")
+        parts.append(f"recompute {self.recompute}")
+        return ", ".join(parts)
+
+
+#: The fields of a layout as arrays (one entry per layout), as the search holds them.
+FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute")
+
+
+def plan_arrays(plans: Iterable[Plan]) -> dict[str, np.ndarray]:
+    """Layouts as arrays of :data:`FIELDS` plus ``global_batch`` (``recompute`` as names)."""
+    plans = list(plans)
+    out = {name: np.array([getattr(p, name) for p in plans]) for name in FIELDS}
+    out["global_batch"] = np.array([p.global_batch for p in plans])
+    return out
+
+
+# =========================================================================== the facts
+@dataclass(frozen=True)
+class Facts:
+    """What the rules compare a layout with: the model's shape, the node, the relaxations.
+
+    A field left as None is unknown, and the rules that need it are not applied (a layout
+    is checked against the batch before any model is chosen, against the model's shape
+    before any network is).
+    """
+
+    model: str = ""
+    n_heads: int | None = None
+    kv_heads: int | None = None
+    n_layers: int | None = None
+    gpus_per_node: int | None = None
+    uneven_layers: bool = False
+    allow_tp_across_nodes: bool = False
+    relaxable: bool = False
+
+    @classmethod
+    def of(cls, model, gpus_per_node: int | None = None, *, uneven_layers: bool = False,
+           allow_tp_across_nodes: bool = False, relaxable: bool = False) -> Facts:
+        """The facts of a :class:`~scaleout.catalog.ModelSpec` (and a node size).
+
+        ``relaxable``: the caller offers ``uneven_layers`` and ``allow_tp_across_nodes``
+        (the planner does), so messages may suggest them.
+        """
+        return cls(model.name, model.n_heads, model.kv_heads, model.n_layers, gpus_per_node,
+                   check_bool("uneven_layers", uneven_layers),
+                   check_bool("allow_tp_across_nodes", allow_tp_across_nodes),
+                   check_bool("relaxable", relaxable))
+
+
+def allowed_divisors(total: int, limit: int = 12) -> str:
+    """``"1, 2, 3, 4, 6, 8, ..., 96"``: the divisors of ``total`` for a message."""
+    from .checks import divisors
+
+    options = divisors(int(total))
+    shown = options if len(options) <= limit else [*options[: limit - 1], "...", options[-1]]
+    return ", ".join(map(str, shown))
+
+
+def _layers_per_stage(facts: Facts, pp):
+    return -(-facts.n_layers // np.asarray(pp))  # the busiest stage's layers
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One validity rule: its name, what it needs to know, its test and its sentence.
+
+    ``test(a, facts)`` takes arrays of layouts (:data:`FIELDS`, plus ``global_batch``) and
+    returns a boolean array, True where the layout keeps the rule. ``message(row, facts)``
+    says, for one layout (a dict of plain values) that breaks it, what is wrong and what
+    would do. ``needs`` names the :class:`Facts` fields the rule uses.
+    """
+
+    name: str
+    needs: tuple[str, ...]
+    test: Callable[[Mapping[str, np.ndarray], Facts], np.ndarray]
+    message: Callable[[Mapping[str, int], Facts], str]
+    source: str = ""
+
+    def applies(self, facts: Facts) -> bool:
+        """Whether ``facts`` hold everything this rule needs."""
+        return all(getattr(facts, name) is not None for name in self.needs)
+
+
+def _batch_message(r: Mapping[str, int], f: Facts) -> str:
+    per = r["dp"] * r["micro_batch"]
+    return (f"global_batch={r['global_batch']} must be a multiple of dp × micro_batch = "
+            f"{r['dp']} × {r['micro_batch']} = {per}")
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("batch", (),
+         lambda a, f: a["global_batch"] % (a["dp"] * a["micro_batch"]) == 0,
+         _batch_message, "every replica runs whole micro-batches"),
+    Rule("tp_heads", ("n_heads",),
+         lambda a, f: f.n_heads % a["tp"] == 0,
+         lambda r, f: (f"tp={r['tp']} must divide n_heads={f.n_heads}; allowed: "
+                       f"{allowed_divisors(f.n_heads)}"),
+         "Megatron-LM splits attention by heads (Shoeybi et al. 2019, Sec. 3)"),
+    Rule("tp_kv_heads", ("kv_heads",),
+         lambda a, f: (f.kv_heads % a["tp"] == 0) | (a["tp"] % f.kv_heads == 0),
+         lambda r, f: (f"tp={r['tp']} must divide the {f.kv_heads} KV heads of {f.model} or be "
+                       f"a multiple of them"),
+         "grouped-query attention: KV heads are split, or copied to every rank of a group"),
+    Rule("tp_in_node", ("gpus_per_node",),
+         lambda a, f: f.allow_tp_across_nodes | (a["tp"] <= f.gpus_per_node),
+         lambda r, f: (f"tp={r['tp']} is larger than the {f.gpus_per_node} GPUs of a node"
+                       + ("; pass allow_tp_across_nodes=True to run tensor parallelism over "
+                          "the network" if f.relaxable else "")),
+         "tensor parallelism's all-reduces need NVLink (Narayanan et al. 2021, Sec. 3.3)"),
+    Rule("tp_whole_nodes", ("gpus_per_node",),
+         lambda a, f: (((a["tp"] <= f.gpus_per_node) & (f.gpus_per_node % a["tp"] == 0))
+                       | ((a["tp"] > f.gpus_per_node) & (a["tp"] % f.gpus_per_node == 0))),
+         lambda r, f: (f"tp={r['tp']} must divide the {f.gpus_per_node} GPUs per node (or be a "
+                       "multiple of it) so that no tensor-parallel group straddles two nodes"),
+         "Megatron-LM's rank order puts a tensor-parallel group on consecutive GPUs"),
+    Rule("pp_layers", ("n_layers",),
+         lambda a, f: (a["pp"] <= f.n_layers) & (f.uneven_layers | (f.n_layers % a["pp"] == 0)),
+         lambda r, f: (f"pp={r['pp']} must divide n_layers={f.n_layers}; allowed: "
+                       f"{allowed_divisors(f.n_layers)}"
+                       + (" (or pass uneven_layers=True)"
+                          if f.relaxable and r["pp"] <= f.n_layers else "")),
+         "every stage runs whole layers (Narayanan et al. 2021, Sec. 2.2)"),
+    Rule("interleave_layers", ("n_layers",),
+         lambda a, f: (a["interleave"] == 1) | ((a["pp"] > 1)
+                                                 & (_layers_per_stage(f, a["pp"])
+                                                    % a["interleave"] == 0)),
+         lambda r, f: (f"interleave={r['interleave']} must divide the "
+                       f"{int(_layers_per_stage(f, r['pp']))} layers per stage "
+                       f"(pp={r['pp']} > 1)"),
+         "each of a GPU's v model chunks holds whole layers (Narayanan et al. 2021, Sec. 2.2.2)"),
+    Rule("interleave_micro_batches", (),
+         lambda a, f: (a["interleave"] == 1)
+         | ((a["global_batch"] // (a["dp"] * a["micro_batch"])) % a["pp"] == 0),
+         lambda r, f: (f"the interleaved schedule needs the "
+                       f"{r['global_batch'] // (r['dp'] * r['micro_batch'])} micro-batches to "
+                       f"be a multiple of pp={r['pp']}"),
+         "Megatron-LM's interleaved 1F1B schedule"),
+    Rule("zero_pipeline", (),
+         lambda a, f: (a["zero_stage"] < 2) | (a["pp"] == 1),
+         lambda r, f: (f"zero_stage={r['zero_stage']} cannot be combined with pp={r['pp']}: "
+                       "ZeRO stages 2 and 3 are incompatible with pipeline parallelism "
+                       "(DeepSpeed); use zero_stage 0 or 1"),
+         "DeepSpeed's pipeline engine"),
+    Rule("sp_needs_tp", (),
+         lambda a, f: ~a["sp"].astype(bool) | (a["tp"] > 1),
+         lambda r, f: "sp=True (sequence parallelism) needs tp > 1",
+         "sequence parallelism splits what tensor parallelism replicates (Korthikanti et al. "
+         "2022, Sec. 4.2.2)"),
+    Rule("zero_needs_dp", (),
+         lambda a, f: (a["zero_stage"] == 0) | (a["dp"] > 1),
+         lambda r, f: (f"zero_stage={r['zero_stage']} shards over data-parallel copies, but "
+                       "dp=1: use zero_stage 0"),
+         "ZeRO partitions model state over the data-parallel group (Rajbhandari et al. 2020)"),
+)
+
+_BY_NAME = {rule.name: rule for rule in RULES}
+
+
+def _rules(facts: Facts, only: Sequence[str] | None) -> list[Rule]:
+    chosen = RULES if only is None else tuple(_BY_NAME[name] for name in only)
+    return [rule for rule in chosen if rule.applies(facts)]
+
+
+def _as_arrays(a: Mapping[str, object]) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in a.items()}
+
+
+def failures(a: Mapping[str, object], facts: Facts, only: Sequence[str] | None = None
+             ) -> np.ndarray:
+    """For each layout in ``a``, the index in :data:`RULES` of the first rule it breaks, or -1.
+
+    Arrays hold :data:`FIELDS` and ``global_batch``; rules whose facts are unknown, or not
+    named in ``only``, are skipped.
+    """
+    a = _as_arrays(a)
+    n = np.broadcast(*a.values()).shape
+    first = np.full(n, -1, dtype=np.int64)
+    for rule in _rules(facts, only):
+        ok = np.broadcast_to(np.asarray(rule.test(a, facts), dtype=bool), n)
+        first[(first < 0) & ~ok] = RULES.index(rule)
+    return first
+
+
+def valid(a: Mapping[str, object], facts: Facts, only: Sequence[str] | None = None
+          ) -> np.ndarray:
+    """True where a layout keeps every rule (of ``only``, if given) that ``facts`` can judge."""
+    return failures(a, facts, only) < 0
+
+
+def check(plan: Plan, facts: Facts, only: Sequence[str] | None = None) -> None:
+    """Raise the sentence of the first rule ``plan`` breaks (``ValueError``)."""
+    row = {name: getattr(plan, name) for name in FIELDS}
+    row["global_batch"] = plan.global_batch
+    row["sp"] = bool(plan.sp)
+    arrays = {k: np.array([v]) for k, v in row.items()}
+    i = int(failures(arrays, facts, only)[0])
+    if i >= 0:
+        raise ValueError(RULES[i].message(row, facts))

@@ -1,0 +1,172 @@
+"""One plan evaluated: memory per GPU, time per iteration, throughput, training time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import catalog, compute, layout, memory
+from ..catalog import GPU, ModelSpec
+from ..checks import check_bool, check_positive
+from ..collectives import NodeNetwork
+from ..layout import RECOMPUTE_MODES, Plan
+from ..units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
+from .calibration import Calibration
+from .network import default_network
+from .step import MEMORY_PARTS, STEP_PARTS, Context, context, iteration
+
+__all__ = ["PlanResult", "evaluate", "plan_from_arrays", "throughput"]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """One plan evaluated: memory per GPU (bytes), time per iteration (seconds), throughput.
+
+    ``memory`` maps :data:`~scaleout.plan.MEMORY_PARTS` to bytes, ``step`` maps
+    :data:`~scaleout.plan.STEP_PARTS` to seconds.
+    """
+
+    plan: Plan
+    model: str
+    gpu: str
+    memory: dict[str, float]
+    capacity_bytes: float
+    step: dict[str, float]
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    megatron_tflops_per_gpu: float
+    training_days: float | None = None
+    gpu_hours: float | None = None
+
+    @property
+    def memory_bytes(self) -> float:
+        """Everything the busiest GPU holds."""
+        return float(sum(self.memory[k] for k in MEMORY_PARTS))
+
+    @property
+    def fits(self) -> bool:
+        """Whether the busiest GPU's memory is within its HBM."""
+        return self.memory_bytes <= self.capacity_bytes
+
+    @property
+    def shortfall_gib(self) -> float:
+        """GiB missing (0 when it fits)."""
+        return max(0.0, (self.memory_bytes - self.capacity_bytes) / GIB)
+
+    @property
+    def step_s(self) -> float:
+        """Seconds per iteration: the sum of :attr:`step`."""
+        return float(sum(self.step.values()))
+
+    def memory_gib(self) -> dict[str, float]:
+        """Memory parts in GiB, with ``total`` and ``capacity``."""
+        out = {k: v / GIB for k, v in self.memory.items()}
+        out["total"] = self.memory_bytes / GIB
+        out["capacity"] = self.capacity_bytes / GIB
+        return out
+
+
+def plan_from_arrays(a: Mapping[str, np.ndarray], i: int, *, global_batch: int,
+                     seq_len: int | None = None) -> Plan:
+    """The :class:`Plan` at index ``i`` of a search's arrays (``recompute`` as names)."""
+    return Plan(tp=int(a["tp"][i]), pp=int(a["pp"][i]), dp=int(a["dp"][i]),
+                micro_batch=int(a["micro_batch"][i]), global_batch=global_batch,
+                zero_stage=int(a["zero_stage"][i]), sp=bool(a["sp"][i]),
+                recompute=str(a["recompute"][i]), interleave=int(a["interleave"][i]),
+                flash_attention=bool(a["flash"][i]), seq_len=seq_len)
+
+
+def _one(ctx: Context, plan: Plan, uneven: bool = False) -> dict[str, np.ndarray]:
+    a = {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "micro_batch": plan.micro_batch,
+         "interleave": plan.interleave, "zero_stage": plan.zero_stage, "sp": plan.sp,
+         "rc": memory.recompute_code(plan.recompute), "flash": plan.flash_attention}
+    return iteration(ctx, {k: np.array([v]) for k, v in a.items()}, uneven=uneven)
+
+
+def throughput(ctx: Context, n_gpus, step_s, rc) -> dict[str, np.ndarray]:
+    """Tokens/s, MFU, HFU and TFLOP/s per GPU (PaLM App. B; Megatron-LM Eq. 3)."""
+    m, s, B = ctx.model, ctx.seq_len, ctx.global_batch
+    peak = ctx.gpu.bf16_dense_flops
+    model_flops = compute.flops_per_token(m, s) * B * s
+    full = compute.flops_per_token(m, s, recompute=True) * B * s
+    attention_again = compute.forward_flops(B * s, 0, m.n_layers, m.hidden, s)
+    hardware = np.where(rc == 2, full, np.where(rc == 1, model_flops + attention_again,
+                                                model_flops))
+    mfu = compute.utilisation(model_flops, step_s, n_gpus, peak)
+    hfu = compute.utilisation(hardware, step_s, n_gpus, peak)
+    megatron = compute.megatron_iteration_flops(m, B, s, recompute=True)
+    return {"tokens_per_s": B * s / np.asarray(step_s), "mfu": mfu, "hfu": hfu,
+            "model_tflops": mfu * peak / 1e12, "hardware_tflops": hfu * peak / 1e12,
+            "megatron_tflops": megatron / (np.asarray(step_s) * n_gpus) / 1e12}
+
+
+def evaluate(
+    model: str | ModelSpec,
+    gpu: str | GPU,
+    plan: Plan,
+    network: NodeNetwork | None = None,
+    *,
+    calibration: Calibration | None = None,
+    recipe: str | memory.PrecisionRecipe = "mixed-adam",
+    tokens: float | None = None,
+    uneven_layers: bool = False,
+    allow_tp_across_nodes: bool = False,
+) -> PlanResult:
+    """Memory per GPU, iteration time and throughput of one plan.
+
+    Parameters
+    ----------
+    model, gpu
+        Catalog names or specs.
+    plan
+        The layout; its ``seq_len`` overrides the model's.
+    network
+        A :class:`~scaleout.collectives.NodeNetwork` (default :func:`default_network`).
+    calibration
+        Efficiency parameters (default :data:`~scaleout.plan.DEFAULT_CALIBRATION`).
+    recipe
+        Bytes per parameter (:data:`scaleout.memory.RECIPES`).
+    tokens
+        A training budget in tokens: fills ``training_days`` and ``gpu_hours``.
+    uneven_layers, allow_tp_across_nodes
+        Relax the validity rules (:mod:`scaleout.layout`).
+
+    Raises
+    ------
+    ValueError
+        The sentence of the first rule of :data:`scaleout.layout.RULES` the plan breaks.
+    """
+    m = catalog.model(model)
+    check_bool("uneven_layers", uneven_layers)
+    check_bool("allow_tp_across_nodes", allow_tp_across_nodes)
+    if not isinstance(plan, Plan):
+        raise ValueError(f"plan must be a scaleout.plan.Plan, got {plan!r}")
+    net = network if network is not None else default_network(gpu)
+    ctx = context(m, gpu, net, calibration, recipe, plan.seq_len, plan.global_batch)
+    layout.check(plan, layout.Facts.of(m, net.gpus_per_node, uneven_layers=uneven_layers,
+                                       allow_tp_across_nodes=allow_tp_across_nodes,
+                                       relaxable=True))
+    out = _one(ctx, plan, uneven_layers)
+    rc = RECOMPUTE_MODES.index(plan.recompute)
+    thr = throughput(ctx, plan.n_gpus, out["step_s"], rc)
+    days = hours = None
+    if tokens is not None:
+        seconds = check_positive("tokens", tokens) / float(thr["tokens_per_s"][0])
+        days = seconds / SECONDS_PER_DAY
+        hours = seconds * plan.n_gpus / SECONDS_PER_HOUR
+    return PlanResult(
+        plan=plan, model=m.name, gpu=ctx.gpu.name,
+        memory={k: float(out[f"{k}_bytes"][0]) for k in MEMORY_PARTS},
+        capacity_bytes=ctx.gpu.hbm_bytes,
+        step={k: float(out[f"{k}_s"][0]) for k in STEP_PARTS},
+        tokens_per_s=float(thr["tokens_per_s"][0]), mfu=float(thr["mfu"][0]),
+        hfu=float(thr["hfu"][0]), model_tflops_per_gpu=float(thr["model_tflops"][0]),
+        hardware_tflops_per_gpu=float(thr["hardware_tflops"][0]),
+        megatron_tflops_per_gpu=float(np.ravel(thr["megatron_tflops"])[0]),
+        training_days=days, gpu_hours=hours,
+    )

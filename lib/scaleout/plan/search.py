@@ -1,0 +1,318 @@
+"""The exhaustive, vectorised search: every valid plan of a cluster, evaluated at once, ranked.
+
+Candidates are every ``(tp, pp, dp)`` split of the GPUs with every micro-batch size and
+interleaving up to the search's limits, then every ZeRO stage, sequence-parallel and
+recomputation option; :data:`scaleout.layout.RULES` masks them (the same rules
+:func:`~scaleout.plan.evaluate` applies to one plan), and the model of one iteration
+(:func:`scaleout.plan.step.iteration`) evaluates the rest as numpy arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import catalog, layout, memory
+from ..catalog import GPU, ModelSpec
+from ..checks import check_bool, check_choice, check_int, check_positive, divisors
+from ..collectives import NodeNetwork
+from ..layout import RECOMPUTE_MODES, Plan
+from ..units import GIB
+from .calibration import Calibration
+from .evaluate import PlanResult, evaluate, plan_from_arrays, throughput
+from .network import default_network
+from .step import context, iteration
+
+__all__ = ["PLAN_FIELDS", "NoPlanError", "SearchResult", "candidates", "search"]
+
+#: The fields a search's plans vary (``recompute`` as names), usable in
+#: :meth:`SearchResult.best_by` and :meth:`SearchResult.rank_where`.
+PLAN_FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute")
+#: Rules that judge the split, micro-batch and interleaving (applied before the options).
+_OUTER = ("batch", "tp_heads", "tp_kv_heads", "tp_in_node", "tp_whole_nodes", "pp_layers",
+          "interleave_layers", "interleave_micro_batches")
+_INNER = tuple(r.name for r in layout.RULES if r.name not in _OUTER)
+
+
+class NoPlanError(ValueError):
+    """No plan is valid, or none fits: the message says why; ``closest`` is the nearest miss."""
+
+    def __init__(self, message: str, closest: PlanResult | None = None) -> None:
+        super().__init__(message)
+        self.closest = closest
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Every valid plan of a search as arrays (one entry per plan), ranked fitting plans first.
+
+    ``arrays`` holds the plan fields (:data:`PLAN_FIELDS`, with ``recompute`` as names, and
+    ``flash``) and the model's outputs, each key saying its unit: memory parts
+    (``weights_bytes`` ... ``memory_bytes``, ``capacity_bytes``), step parts
+    (``forward_s`` ... ``optimizer_s``, ``step_s``), ``tokens_per_s``, ``mfu``, ``hfu``,
+    ``micro_batches``. ``order`` indexes the fitting plans, fastest first.
+    """
+
+    model: str
+    gpu: str
+    n_gpus: int
+    global_batch: int
+    seq_len: int
+    network: NodeNetwork
+    calibration: Calibration
+    recipe: str
+    arrays: dict[str, np.ndarray]
+    order: np.ndarray
+    tokens: float | None = None
+    uneven_layers: bool = False
+    allow_tp_across_nodes: bool = False
+    flash_attention: bool = False
+    model_spec: ModelSpec | None = None
+
+    @property
+    def n_evaluated(self) -> int:
+        """Plans evaluated (all valid ones, fitting or not)."""
+        return int(self.arrays["step_s"].size)
+
+    @property
+    def n_fit(self) -> int:
+        """Plans that fit in memory."""
+        return int(self.order.size)
+
+    def plan(self, rank: int = 0) -> Plan:
+        """The plan ranked ``rank`` (0 = fastest that fits)."""
+        i = int(self.order[check_int("rank", rank, minimum=0, maximum=self.n_fit - 1)])
+        return plan_from_arrays(self.arrays, i, global_batch=self.global_batch,
+                                seq_len=self.seq_len)
+
+    def result(self, rank: int = 0) -> PlanResult:
+        """The plan ranked ``rank``, evaluated in full (:func:`~scaleout.plan.evaluate`)."""
+        return evaluate(self.model_spec or self.model, self.gpu, self.plan(rank), self.network,
+                        calibration=self.calibration, recipe=self.recipe, tokens=self.tokens,
+                        uneven_layers=self.uneven_layers,
+                        allow_tp_across_nodes=self.allow_tp_across_nodes)
+
+    def top(self, k: int = 10) -> list[dict[str, Any]]:
+        """The ``k`` fastest fitting plans as table rows (plain numbers, units in the keys)."""
+        a, rows = self.arrays, []
+        best = float(a["step_s"][self.order[0]]) if self.n_fit else float("nan")
+        for rank, i in enumerate(self.order[:check_int("k", k)]):
+            rows.append({
+                "rank": rank + 1, "plan": self.plan(rank).label,
+                "tp": int(a["tp"][i]), "pp": int(a["pp"][i]), "dp": int(a["dp"][i]),
+                "micro_batch": int(a["micro_batch"][i]), "interleave": int(a["interleave"][i]),
+                "zero_stage": int(a["zero_stage"][i]), "sp": bool(a["sp"][i]),
+                "recompute": str(a["recompute"][i]),
+                "memory_gib": float(a["memory_bytes"][i] / GIB),
+                "step_s": float(a["step_s"][i]),
+                "slower_pct": 100 * (float(a["step_s"][i]) / best - 1),
+                "tokens_per_s": float(a["tokens_per_s"][i]),
+                "mfu_pct": 100 * float(a["mfu"][i]),
+            })
+        return rows
+
+    def best_by(self, *names: str) -> dict[tuple, int]:
+        """For each combination of the plan fields ``names`` (e.g. ``"tp", "pp"``) among the
+        fitting plans, the rank of the fastest one."""
+        for name in names:
+            check_choice("field", name, PLAN_FIELDS)
+        columns = [np.asarray(self.arrays[n])[self.order].tolist() for n in names]
+        out: dict[tuple, int] = {}
+        for rank, key in enumerate(zip(*columns, strict=True)):
+            out.setdefault(tuple(key), rank)
+        return out
+
+    def rank_where(self, **conditions: Any) -> int | None:
+        """Rank of the fastest fitting plan whose fields equal ``conditions`` (``pp=1``,
+        ``recompute="selective"``). None if no fitting plan has them."""
+        mask = np.ones(self.order.size, dtype=bool)
+        for name, value in conditions.items():
+            check_choice("field", name, PLAN_FIELDS)
+            mask &= np.asarray(self.arrays[name])[self.order] == value
+        hits = np.flatnonzero(mask)
+        return int(hits[0]) if hits.size else None
+
+    def share_where(self, rank_limit: int = 10) -> dict[str, float]:
+        """Among the top plans: the share with TP inside a node, PP > 1, DP > 1."""
+        idx = self.order[:rank_limit]
+        a = self.arrays
+        gpn = self.network.gpus_per_node
+        return {"tp_within_node": float(np.mean(a["tp"][idx] <= gpn)),
+                "pp_over_1": float(np.mean(a["pp"][idx] > 1)),
+                "dp_over_1": float(np.mean(a["dp"][idx] > 1))}
+
+
+def _splits(n: int) -> np.ndarray:
+    """Every ``(tp, pp, dp)`` with ``tp × pp × dp = n``, tp then pp ascending."""
+    rows = [(t, p, n // (t * p)) for t in divisors(n) for p in divisors(n // t)]
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)
+
+
+def candidates(model: ModelSpec, n: int, global_batch: int, facts: layout.Facts, *,
+               max_micro_batch: int, max_interleave: int, zero_stages: Iterable[int],
+               recompute: Iterable[str], sp_options: Iterable[bool]
+               ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Every valid plan of ``n`` GPUs and batch ``global_batch`` as arrays, and how many of
+    the ``(tp, pp, dp)`` splits each rule removed (its first failing rule; for the message
+    when none is valid).
+
+    Plans are ordered by tp, pp, micro-batch, interleaving, then the options in the order
+    given (ZeRO stage, sequence parallelism, recomputation).
+    """
+    splits = _splits(n)
+    t, p, d = splits.T
+    # a micro-batch size divides B/dp, hence B; chunks per GPU are at most the layers
+    mb = np.array([x for x in divisors(global_batch) if x <= max_micro_batch], dtype=np.int64)
+    vs = np.arange(1, min(max_interleave, model.n_layers) + 1)
+    # outer grid: split x micro-batch x interleave, in that nesting order
+    idx = np.arange(len(splits)).repeat(len(mb) * len(vs))
+    grid = {"tp": t[idx], "pp": p[idx], "dp": d[idx],
+            "micro_batch": np.tile(mb.repeat(len(vs)), len(splits)),
+            "interleave": np.tile(vs, len(splits) * len(mb)),
+            "global_batch": np.full(idx.size, global_batch)}
+    first = layout.failures(grid, facts, only=_OUTER)
+    plain = first[(grid["micro_batch"] == 1) & (grid["interleave"] == 1)]  # one per split
+    why = {layout.RULES[i].name: int(np.sum(plain == i)) for i in np.unique(plain[plain >= 0])}
+    keep = first < 0
+    outer = {k: v[keep] for k, v in grid.items() if k != "global_batch"}
+    if not keep.any():
+        return {}, why
+    inner = np.array([(z, int(s), RECOMPUTE_MODES.index(r))
+                      for z in zero_stages for s in sp_options for r in recompute],
+                     dtype=np.int64)
+    n_outer = int(keep.sum())
+    full = {k: np.repeat(v, len(inner)) for k, v in outer.items()}
+    full["zero_stage"] = np.tile(inner[:, 0], n_outer)
+    full["sp"] = np.tile(inner[:, 1], n_outer).astype(bool)
+    full["rc"] = np.tile(inner[:, 2], n_outer)
+    ok = layout.valid({**full, "global_batch": np.full(full["tp"].size, global_batch)}, facts,
+                      only=_INNER)
+    return {k: v[ok] for k, v in full.items()}, why
+
+
+def search(
+    model: str | ModelSpec,
+    gpu: str | GPU,
+    n_gpus: int,
+    global_batch: int,
+    network: NodeNetwork | None = None,
+    *,
+    seq_len: int | None = None,
+    gpus_per_node: int | None = None,
+    calibration: Calibration | None = None,
+    recipe: str | memory.PrecisionRecipe = "mixed-adam",
+    tokens: float | None = None,
+    max_micro_batch: int = 16,
+    max_interleave: int = 8,
+    zero_stages: Iterable[int] = (0, 1, 2, 3),
+    recompute: Iterable[str] = RECOMPUTE_MODES,
+    sequence_parallel: Iterable[bool] = (False, True),
+    flash_attention: bool = False,
+    uneven_layers: bool = False,
+    allow_tp_across_nodes: bool = False,
+) -> SearchResult:
+    """Evaluate every valid plan of ``n_gpus`` GPUs at once and rank the ones that fit.
+
+    Parameters
+    ----------
+    model, gpu, n_gpus, global_batch
+        What to train, on what, and the batch in sequences.
+    network
+        A :class:`~scaleout.collectives.NodeNetwork`; default :func:`default_network`
+        with ``gpus_per_node`` (the NVLink domain; the GPU's usual one if None).
+    seq_len, calibration, recipe, tokens
+        As in :func:`~scaleout.plan.evaluate`.
+    max_micro_batch, max_interleave
+        Largest micro-batch size and model chunks per GPU tried.
+    zero_stages, recompute, sequence_parallel
+        The options tried (all by default).
+    flash_attention
+        Attention kernels that never store the score matrices.
+    uneven_layers, allow_tp_across_nodes
+        Relax the validity rules (:mod:`scaleout.layout`).
+
+    Raises
+    ------
+    NoPlanError
+        (a ``ValueError``) when no layout of ``n_gpus`` is valid, counting the splits each
+        rule removed, or when none fits, naming the closest plan and its shortfall.
+    """
+    m = catalog.model(model)
+    g = catalog.gpu(gpu)
+    n = check_int("n_gpus", n_gpus)
+    B = check_int("global_batch", global_batch)
+    if tokens is not None:
+        tokens = check_positive("tokens", tokens)
+    for flag, value in (("flash_attention", flash_attention), ("uneven_layers", uneven_layers),
+                        ("allow_tp_across_nodes", allow_tp_across_nodes)):
+        check_bool(flag, value)
+    if network is None:
+        network = default_network(g, gpus_per_node)
+    elif gpus_per_node is not None and gpus_per_node != network.gpus_per_node:
+        raise ValueError(f"gpus_per_node={gpus_per_node} disagrees with the network's "
+                         f"{network.gpus_per_node}; give one of them")
+    zs = sorted({check_int("zero_stages", z, minimum=0, maximum=3) for z in zero_stages})
+    rcs = [check_choice("recompute", r, RECOMPUTE_MODES) for r in recompute]
+    sps = sorted({check_bool("sequence_parallel", x) for x in sequence_parallel})
+    if not zs or not rcs or not sps:
+        raise ValueError("zero_stages, recompute and sequence_parallel must each offer at "
+                         "least one option")
+    ctx = context(m, g, network, calibration, recipe, seq_len, B)
+    facts = layout.Facts.of(m, network.gpus_per_node, uneven_layers=uneven_layers,
+                            allow_tp_across_nodes=allow_tp_across_nodes, relaxable=True)
+    arrays, why = candidates(
+        m, n, B, facts, max_micro_batch=check_int("max_micro_batch", max_micro_batch),
+        max_interleave=check_int("max_interleave", max_interleave), zero_stages=zs,
+        recompute=rcs, sp_options=sps)
+    if not arrays:
+        raise NoPlanError(_no_layout_message(m, n, B, facts, why))
+    arrays["flash"] = np.full(arrays["tp"].shape, bool(flash_attention))
+    arrays.update(iteration(ctx, arrays, uneven=uneven_layers))
+    arrays.update(throughput(ctx, n, arrays["step_s"], arrays["rc"]))
+    arrays["recompute"] = np.asarray(RECOMPUTE_MODES)[arrays.pop("rc")]
+    fits = arrays["memory_bytes"] <= arrays["capacity_bytes"]
+    idx = np.flatnonzero(fits)
+    order = idx[np.lexsort((arrays["memory_bytes"][idx], arrays["step_s"][idx]))]
+    result = SearchResult(m.name, g.name, n, B, ctx.seq_len, network, ctx.calibration,
+                          ctx.recipe.name, arrays, order, tokens, uneven_layers,
+                          allow_tp_across_nodes, bool(flash_attention), m)
+    if not order.size:
+        i = int(np.argmin(arrays["memory_bytes"]))
+        short = (arrays["memory_bytes"][i] - arrays["capacity_bytes"][i]) / GIB
+        plan = plan_from_arrays(arrays, i, global_batch=B, seq_len=ctx.seq_len)
+        closest = evaluate(m, g, plan, network, calibration=ctx.calibration, recipe=recipe,
+                           uneven_layers=uneven_layers,
+                           allow_tp_across_nodes=allow_tp_across_nodes)
+        raise NoPlanError(
+            f"{m.name} fits on none of the {result.n_evaluated:,} valid layouts of {n:,} × "
+            f"{g.name} ({g.hbm_gib:g} GiB each): the closest, {plan.label}, needs "
+            f"{closest.memory_bytes / GIB:.1f} GiB per GPU, {short:.1f} GiB short. Add GPUs, "
+            f"or a GPU with more memory.", closest)
+    return result
+
+
+#: What each rule demands of a split, for the message when no layout is valid.
+_DEMANDS = {
+    "batch": "the data-parallel size n/(tp·pp) must divide global_batch={B}",
+    "tp_heads": "tensor-parallel sizes must divide the {f.n_heads} heads",
+    "tp_kv_heads": "tensor-parallel sizes must divide the {f.kv_heads} KV heads (or be a "
+                   "multiple of them)",
+    "tp_in_node": "tensor-parallel sizes must fit in the {f.gpus_per_node} GPUs of a node",
+    "tp_whole_nodes": "tensor-parallel sizes must divide the {f.gpus_per_node} GPUs per node",
+    "pp_layers": "pipeline sizes must divide the {f.n_layers} layers",
+}
+
+
+def _no_layout_message(m: ModelSpec, n: int, B: int, facts: layout.Facts,
+                       why: dict[str, int]) -> str:
+    """Why no plan of ``n`` GPUs is valid: each rule and how many splits it removed."""
+    total = sum(why.values())
+    reasons = [f"{_DEMANDS.get(rule, rule).format(B=B, f=facts)} ({count} of {total})"
+               for rule, count in sorted(why.items(), key=lambda kv: -kv[1])]
+    return (f"no layout of n_gpus={n:,} is valid for {m.name} with global_batch={B}: of the "
+            f"{total} ways to split {n:,} GPUs into TP × PP × DP, "
+            + "; ".join(reasons) + ". Try a GPU count with more small factors (a multiple of "
+            f"{facts.gpus_per_node}) or a global batch divisible by it.")
