@@ -41,7 +41,10 @@ module         what it models                                         notebook
 ``synthesis``  memory vs message semantics; scale-up domain designs;  12
                best plan per domain size; one cluster plan (fabric,
                optics, failures, days); design for a deadline
-``costs``      GPU-hours, energy and optics at the user's prices       reports
+``power``      a GPU as deployed (its system's published power),      10, reports
+               switch boxes, optics, PUE; the optics' share
+``costs``      two views never added: cloud (GPU-hours × price) and   10, 12, reports
+               owned (amortised capital + facility energy)
 ``report``     papermill reports rendered to HTML; YAML sweeps        reports
 ``widgets``    ipywidgets explorers (no model logic)                  00-12
 ``plotting``   matplotlib and SVG figures (no model logic)            00-12
@@ -76,6 +79,7 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "pipeline",
     "plan",
     "plotting",
+    "power",
     "reliability",
     "report",
     "scaling",

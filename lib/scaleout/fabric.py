@@ -150,9 +150,9 @@ class SwitchChip(Entry):
     source: str = field_of("", "where the figures come from")
     latency_ns: float | None = field_of("ns", "port-to-port latency as published (an upper bound)",
                                   default=None)
-    power_w: float | None = field_of("W", "typical power of the switch chip alone (no box, no optics), "
-                               "as published or estimated in print; None if unpublished",
-                               default=None)
+    power_w: float | None = field_of(
+        "W", "typical power of the switch chip alone (no box, no optics), as published or "
+        "estimated in print; None if unpublished", default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
