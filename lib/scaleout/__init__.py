@@ -32,6 +32,8 @@ module         what it models                                         notebook
 ``fabric``     Clos tiers, radix, planes, rails: switches, links,      09
                optics link groups, bisection, hops; ECMP vs spraying;
                RDMA/TCP latency on a fabric
+``congestion`` incast, PFC pauses and head-of-line blocking, ECN and      07, 09
+               DCQCN, receiver credits; go-back-N; the mechanisms
 ``optics``     optical modules and copper cables: reach, lanes and     10
                fibres at 112G/224G, pJ/bit, a fabric's optics bill
 ``reliability``
@@ -67,6 +69,7 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "checks",
     "collectives",
     "compute",
+    "congestion",
     "costs",
     "data_parallel",
     "diagrams",

@@ -1024,20 +1024,40 @@ def _dinic(n_nodes: int, cap: dict[tuple[int, int], int], s: int, t: int) -> int
 # =========================================================================== traffic
 @dataclass(frozen=True)
 class LoadBalanceResult:
-    """Per-trial utilisation of ECMP and of spraying for the same offered load.
+    """Per-trial utilisations of five ways to spread one NIC's traffic over equal-cost paths
+    (:func:`simulate_load_balance`).
 
-    ``*_utilisation`` = served / offered (throughput); ``*_sync`` = the same for a
-    collective that waits for its slowest flow. ``max_path_load`` is the busiest path's
-    offered load over its capacity under ECMP (> 1: congested).
+    Every ``*_utilisation`` (and ``ecmp_sync``) is an outcome of the simulated mechanism,
+    in ``[0, 1]``: the ideal time to send the message at the offered rate over the time
+    the scheme takes, except ``ecmp_utilisation``, ECMP's steady-state throughput (served
+    over offered while every flow lasts). ``path_rates`` are the trials' path speeds
+    (1 = a port's nominal rate), the assumption that was varied.
     """
 
     n_flows: int
     n_paths: int
     load: float
+    #: ECMP, steady state: Σ_j min(r_j, n_j × flow rate) over the offered load
     ecmp_utilisation: np.ndarray
+    #: ECMP, a collective: the whole message waits for its slowest flow
     ecmp_sync: np.ndarray
+    #: adaptive packet spraying: each packet to the path that delivers it first
     spray_utilisation: np.ndarray
+    #: the busiest path's offered load over its speed under ECMP (> 1: congested)
     max_path_load: np.ndarray
+    #: oblivious round-robin spraying: packet k on path k mod E, whatever its speed
+    rr_utilisation: np.ndarray | None = None
+    #: adaptive switching of flowlets (bursts of ``flowlet_packets``) instead of packets
+    flowlet_utilisation: np.ndarray | None = None
+    #: path speeds per trial, shape (trials, n_paths)
+    path_rates: np.ndarray | None = None
+    #: round-robin's largest queue on a path, packets (a slow path keeps receiving its share)
+    rr_queue_packets: np.ndarray | None = None
+    #: packets a receiver that delivers in order must hold under round-robin spraying
+    rr_reorder_packets: np.ndarray | None = None
+    #: packets in the message (a multiple of n_flows) and per flowlet
+    message_packets: int = 0
+    flowlet_packets: float = 0.0
 
     @property
     def ecmp_mean(self) -> float:
@@ -1046,7 +1066,7 @@ class LoadBalanceResult:
 
     @property
     def spray_mean(self) -> float:
-        """Mean spraying utilisation over the trials."""
+        """Mean utilisation of adaptive packet spraying."""
         return float(self.spray_utilisation.mean())
 
     @property
@@ -1054,30 +1074,99 @@ class LoadBalanceResult:
         """Mean ECMP utilisation when the slowest flow decides (a collective)."""
         return float(self.ecmp_sync.mean())
 
+    @property
+    def rr_mean(self) -> float:
+        """Mean utilisation of oblivious round-robin spraying."""
+        return float(np.mean(self.rr_utilisation))
+
+    @property
+    def flowlet_mean(self) -> float:
+        """Mean utilisation of adaptive flowlet switching."""
+        return float(np.mean(self.flowlet_utilisation))
+
+    @property
+    def capacity_mean(self) -> float:
+        """Mean share of the nominal capacity the paths offered (Σ r_j / E): the most any
+        scheme could reach at full load."""
+        return float(np.mean(self.path_rates.mean(axis=1)))
+
+
+def _greedy_makespan(rates: np.ndarray, jobs: int) -> np.ndarray:
+    """Time at which ``jobs`` equal jobs (size 1) finish when each goes to the path that
+    completes it first, paths of speeds ``rates`` (trials, E) serving one job at a time.
+
+    The greedy choice is optimal for equal jobs on paths of different speeds: the makespan
+    is the ``jobs``-th smallest of the completion slots ``k / r_j`` (k = 1, 2, ...). It lies
+    in ``[N/Σr, (N+E)/Σr]``; the slots below ``N/Σr`` are counted, and the remaining
+    (at most E) are the smallest of the next E slots of each path.
+    """
+    n_trials, e = rates.shape
+    total = rates.sum(axis=1)
+    x = jobs / total                                                  # (T,)
+    below = np.floor(x[:, None] * rates + 1e-9)                       # slots <= x per path
+    need = jobs - below.sum(axis=1)                                   # (T,), 0..E
+    nxt = (below[:, :, None] + np.arange(1, e + 1)[None, None, :]) / rates[:, :, None]
+    nxt = np.sort(nxt.reshape(n_trials, e * e), axis=1)
+    idx = np.clip(need.astype(np.int64) - 1, 0, e * e - 1)
+    slot = np.take_along_axis(nxt, idx[:, None], axis=1)[:, 0]
+    return np.where(need <= 0, x, slot)
+
 
 def simulate_load_balance(n_flows: int, n_paths: int, *, load: float = 1.0,
                           path_slowdown: float = 0.0, trials: int = 2000,
-                          seed: int = 0) -> LoadBalanceResult:
-    """ECMP against spraying, in a fluid model, for ``trials`` random draws (seeded).
+                          seed: int = 0, slow_paths: int = 0, slow_factor: float = 0.5,
+                          message_packets: int = 1024,
+                          flowlet_packets: float = 64) -> LoadBalanceResult:
+    """How well five schemes use ``n_paths`` equal-cost paths (or planes) of unequal speed.
 
-    Model (stated, simple):
+    One NIC sends a message of ``message_packets`` packets as ``n_flows`` equal flows over
+    ``n_paths`` paths whose nominal rate is one packet per unit time each, offering
+    ``load × n_paths`` packets per unit time in all (load 1: its full line rate). What
+    varies between trials, the stated assumption:
 
-    * ``n_paths`` equal-cost paths or planes, each of capacity ``c_j = 1 − ε_j`` with
-      ``ε_j`` uniform in ``[0, path_slowdown]`` per trial (a path slowed by other traffic,
-      pauses or retransmissions; 0 gives identical paths);
-    * ``n_flows`` equal long flows offer ``load × n_paths`` in total (load 1 = the NIC's
-      full rate over all paths);
-    * **ECMP** hashes each flow to a uniformly random path (Hopps 2000, RFC 2992); flows
-      sharing a path split it fairly: path ``j`` serves ``min(c_j, n_j · rate)``;
-      throughput = Σ served / offered; a collective's rate is set by its slowest flow,
-      ``min_j c_j / n_j``;
-    * **spraying** sends every flow's packets over all paths, each to the next path with
-      room (credit-based round-robin), so the paths act as one pipe: served
-      ``min(Σ c_j, offered)``.
+    * **path speeds** ``r_j``: each path loses a random share, uniform in
+      ``[0, path_slowdown]`` (cross traffic, pauses, retransmissions), and the first
+      ``slow_paths`` paths run at ``slow_factor`` of their rate (a plane with a degraded or
+      failed link, a link retrained to a lower speed);
+    * **ECMP's hash**: each flow lands on a uniformly random path (Hopps 2000, RFC 2992).
 
-    Spraying is never worse: Σ_j min(c_j, n_j·rate) <= min(Σ c_j, Σ n_j·rate). Results lie
-    in [0, 1] and repeat exactly for a seed. Packet reordering, the price of spraying, is
-    :func:`simulate_reordering`'s subject.
+    The schemes, each simulated as paths serving their own queues (first in, first out):
+
+    * **ECMP** pins each flow to its path; flows sharing a path split it fairly. Throughput
+      utilisation = Σ_j min(r_j, n_j × flow rate) / offered (``ecmp_utilisation``); a
+      collective ends with its slowest flow, ``min_j (r_j / n_j) / flow rate``
+      (``ecmp_sync``).
+    * **Oblivious round-robin spraying** sends packet k on path k mod E. Every path gets the
+      same share, so the slowest path decides the finish, its queue grows by
+      ``load − r_j`` per unit time, and packets arrive out of order by as much as the
+      queues differ: ``rr_queue_packets`` and ``rr_reorder_packets`` (what a receiver that
+      delivers in order must hold; a NIC that places packets straight into memory,
+      out of order, needs none of it).
+    * **Adaptive packet spraying** sends each packet to the path that will deliver it
+      first (the path with the least queued work: switch adaptive routing, a sender that
+      steers by congestion signals). It pools the paths' speeds, up to a last-packet
+      tail: ``spray_utilisation``.
+    * **Adaptive flowlet switching** does the same for bursts of ``flowlet_packets``
+      (CONGA, LetFlow): coarser choices leave a longer tail; a flowlet as large as a flow
+      is adaptive flow placement. Flowlets are assumed separated by gaps long enough to
+      keep each flow in order (the premise of flowlet switching; an RDMA stream that
+      never pauses has no such gaps and falls back to ECMP).
+
+    Every utilisation is the ideal time (the message at the offered rate,
+    ``N / (load × E)``) over the time the scheme needs, so it is an outcome of the queues,
+    not an input; at full load it cannot exceed the paths' mean speed, ``capacity_mean``.
+    The NIC's own injection is fluid (no per-packet serialisation at the sender).
+
+    Published multi-plane designs for comparison: DeepSeek's multi-plane two-layer fat
+    tree (DeepSeek-AI, arXiv 2412.19437; Zhao et al., "Insights into DeepSeek-V3", ISCA 2025,
+    arXiv 2505.09343, Sec. 5) puts each GPU's NIC on one of eight 400G InfiniBand planes;
+    spraying one connection over several ports needs out-of-order placement, which its
+    ConnectX-7 NICs lack. Alibaba HPN (Qian et al., SIGCOMM 2024) gives each NIC two 200G
+    ports on two planes, removing hash polarisation between tiers; it reports about 15 %
+    more training throughput than its previous network. Ultra Ethernet's transport (1.0,
+    2025) sprays packets and accepts them out of order.
+
+    Exact repeats for a seed; ``message_packets`` is rounded to a multiple of ``n_flows``.
     """
     f = check_int("n_flows", n_flows)
     e = check_int("n_paths", n_paths)
@@ -1085,26 +1174,52 @@ def simulate_load_balance(n_flows: int, n_paths: int, *, load: float = 1.0,
     if ld == 0:
         raise ValueError("load must be a number > 0 and <= 1, got 0")
     slow = check_range("path_slowdown", path_slowdown, 0.0, 0.99)
+    n_slow = check_int("slow_paths", slow_paths, minimum=0, maximum=e)
+    factor = check_range("slow_factor", slow_factor, 0.01, 1.0)
     n_trials = check_int("trials", trials)
+    per_flow = max(1, round(check_int("message_packets", message_packets) / f))
+    n_pkts = f * per_flow
+    burst = check_positive("flowlet_packets", flowlet_packets)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
     check_work(f"simulating n_flows={f:,} on n_paths={e:,}, trials={n_trials:,}",
-               n_trials * (f + 2 * e), "use fewer trials, flows or paths")
+               n_trials * (f + 2 * e + e * e), "use fewer trials, flows or paths")
     path = rng.integers(0, e, size=(n_trials, f))
-    capacity = 1.0 - rng.uniform(0.0, slow, size=(n_trials, e)) if slow > 0 else \
-        np.ones((n_trials, e))
-    counts = np.zeros((n_trials, e))
-    np.add.at(counts, (np.arange(n_trials)[:, None], path), 1.0)
+    loss = rng.uniform(0.0, slow, size=(n_trials, e)) if slow > 0 else np.zeros((n_trials, e))
+    rates = (1.0 - loss) * np.where(np.arange(e) < n_slow, factor, 1.0)[None, :]
+    counts = np.bincount((np.arange(n_trials)[:, None] * e + path).ravel(),
+                         minlength=n_trials * e).reshape(n_trials, e).astype(float)
+    ideal = n_pkts / (ld * e)                                         # time at the offered rate
+
+    # ECMP: flows pinned, fair share per path
     rate = ld * e / f
-    offered = ld * e
-    served = np.minimum(capacity, counts * rate).sum(axis=1)
+    served = np.minimum(rates, counts * rate).sum(axis=1)
     with np.errstate(divide="ignore"):
-        share = np.where(counts > 0, capacity / np.where(counts > 0, counts, 1.0), np.inf)
+        share = np.where(counts > 0, rates / np.where(counts > 0, counts, 1.0), np.inf)
     sync = np.minimum(1.0, share.min(axis=1) / rate)
-    spray = np.minimum(1.0, capacity.sum(axis=1) / offered)
-    return LoadBalanceResult(n_flows=f, n_paths=e, load=ld,
-                             ecmp_utilisation=np.minimum(1.0, served / offered),
-                             ecmp_sync=sync, spray_utilisation=spray,
-                             max_path_load=(counts * rate / capacity).max(axis=1))
+
+    # adaptive spraying (packets) and flowlet switching (bursts), greedy earliest finish
+    spray = ideal / np.maximum(_greedy_makespan(rates, n_pkts), ideal)
+    per_burst = per_flow / math.ceil(per_flow / burst)                # equal flowlets per flow
+    n_bursts = round(n_pkts / per_burst)
+    flowlet = ideal / np.maximum(_greedy_makespan(rates / per_burst, n_bursts), ideal)
+
+    # oblivious round-robin: path j gets every E-th packet, injected at `ld` per unit time
+    n_j = np.full(e, n_pkts // e) + (np.arange(e) < n_pkts % e)
+    speed = np.minimum(rates, ld)                                     # a path delivers this fast
+    rr = ideal / np.maximum((n_j[None, :] / speed).max(axis=1), ideal)
+    queue = (n_j[None, :] * np.clip(1.0 - rates / ld, 0.0, None)).max(axis=1)
+    # in-order delivery waits for the slowest path: at each path's finish time t, the paths
+    # have delivered min(speed t, n_j), in order only E x the least of them
+    t_end = n_j[None, :] / speed                                      # (T, E) breakpoints
+    done = np.minimum(speed[:, None, :] * t_end[:, :, None], n_j[None, None, :])
+    held = done.sum(axis=2) - e * done.min(axis=2)
+    return LoadBalanceResult(
+        n_flows=f, n_paths=e, load=ld, ecmp_utilisation=np.minimum(1.0, served / (ld * e)),
+        ecmp_sync=sync, spray_utilisation=np.minimum(1.0, spray),
+        max_path_load=(counts * rate / rates).max(axis=1),
+        rr_utilisation=np.minimum(1.0, rr), flowlet_utilisation=np.minimum(1.0, flowlet),
+        path_rates=rates, rr_queue_packets=queue, rr_reorder_packets=held.max(axis=1),
+        message_packets=n_pkts, flowlet_packets=float(per_burst))
 
 
 def ecmp_expected_utilisation(n_flows: int, n_paths: int) -> float:
@@ -1133,26 +1248,28 @@ def ecmp_expected_utilisation(n_flows: int, n_paths: int) -> float:
 
 def load_balance_sweep(n_flows: Sequence[int], n_paths: Sequence[int], *, load: float = 1.0,
                        path_slowdown: float = 0.0, trials: int = 1000,
-                       seed: int = 0) -> dict[str, np.ndarray]:
+                       seed: int = 0, **kw) -> dict[str, np.ndarray]:
     """Mean utilisations over a grid: arrays of shape ``(len(n_paths), len(n_flows))``.
 
-    Keys ``ecmp``, ``ecmp_sync``, ``spray``. Each cell is one call of
-    :func:`simulate_load_balance` with the same seed.
+    Keys ``ecmp``, ``ecmp_sync``, ``spray``, ``rr`` and ``flowlet``. Each cell is one call of
+    :func:`simulate_load_balance` with the same seed; ``kw`` (``slow_paths``,
+    ``slow_factor``, ``message_packets``, ``flowlet_packets``) is passed on.
     """
     flows = [check_int("n_flows", x) for x in n_flows]
     paths = [check_int("n_paths", x) for x in n_paths]
     n_trials = check_int("trials", trials)
     check_work(f"a sweep of {len(flows)} n_flows by {len(paths)} n_paths, trials={n_trials:,}",
-               n_trials * sum(f + 2 * e for f in flows for e in paths),
+               n_trials * sum(f + 2 * e + e * e for f in flows for e in paths),
                "use fewer trials, flows or paths")
-    out = {key: np.zeros((len(paths), len(flows))) for key in ("ecmp", "ecmp_sync", "spray")}
+    keys = {"ecmp": "ecmp_mean", "ecmp_sync": "ecmp_sync_mean", "spray": "spray_mean",
+            "rr": "rr_mean", "flowlet": "flowlet_mean"}
+    out = {key: np.zeros((len(paths), len(flows))) for key in keys}
     for i, e in enumerate(paths):
         for j, f in enumerate(flows):
             r = simulate_load_balance(f, e, load=load, path_slowdown=path_slowdown,
-                                      trials=trials, seed=seed)
-            out["ecmp"][i, j] = r.ecmp_mean
-            out["ecmp_sync"][i, j] = r.ecmp_sync_mean
-            out["spray"][i, j] = r.spray_mean
+                                      trials=trials, seed=seed, **kw)
+            for key, attr in keys.items():
+                out[key][i, j] = getattr(r, attr)
     return out
 
 

@@ -67,3 +67,25 @@ def test_load_balance_explorer():
     assert "seed must be a whole number >= 0" in e.error
     e.controls["seed"].value = 3
     assert e.error is None
+
+
+def test_load_balance_explorer_varies_the_speed_assumption():
+    """One of four planes at half speed: round-robin falls to 50 %, adaptive spraying keeps
+    the pooled 87.5 % (up to the last packet), and the chart and readout follow."""
+    e = LoadBalanceExplorer(path_slowdown=0.0, n_planes=4, n_flows=8)
+    assert e.result["at"].rr_mean == e.result["at"].spray_mean == 1.0
+    image = e.image.value
+    e.controls["slow_paths"].value = 1
+    at = e.result["at"]
+    assert at.rr_mean == pytest.approx(0.5) and at.spray_mean == pytest.approx(0.875, abs=0.003)
+    assert e.image.value != image and "50.0%" in e.readout.value
+    assert e.result["at"].path_rates.shape == (e.TRIALS, 4)
+    coarse = e.result["at"].flowlet_mean
+    e.controls["flowlet_packets"].value = 8
+    assert e.result["at"].flowlet_mean > coarse
+    readout = e.readout.value
+    e.controls["slow_paths"].value = 16  # more slow paths than planes
+    assert "slow_paths must be a whole number from 0 to 4, got 16" in e.error
+    assert e.readout.value == readout  # the last good result stays
+    e.controls["slow_paths"].value = 4
+    assert e.error is None and e.result["at"].rr_mean == pytest.approx(0.5)

@@ -117,19 +117,30 @@ class FabricExplorer(Explorer):
 
 
 class LoadBalanceExplorer(Explorer):
-    """Flows, planes (paths), load and path slowdown → ECMP against spraying.
+    """Flows, planes (paths), load and how the paths' speeds differ → five ways to spread
+    traffic over them (:func:`scaleout.fabric.simulate_load_balance`).
 
     Controls: ``n_flows``, ``n_planes``, ``load`` (0-1 of the NIC's rate),
-    ``path_slowdown`` (each path loses up to this share of its capacity at random) and
-    ``seed``. ``result`` is the :class:`scaleout.fabric.LoadBalanceResult` at the chosen
-    flows plus the ``sweep`` over flow counts drawn.
+    ``path_slowdown`` (each path loses up to this share of its speed at random),
+    ``slow_paths`` and ``slow_factor`` (that many paths run at that fraction of their speed),
+    ``flowlet_packets`` (burst size of flowlet switching) and ``seed``. ``result`` is the
+    :class:`scaleout.fabric.LoadBalanceResult` at the chosen flows plus the ``sweep`` over
+    flow counts drawn.
     """
 
-    title = "ECMP hashing against packet spraying"
+    title = "Spreading one NIC's traffic over equal-cost paths or planes"
     image_format = "svg+xml"
     #: Flow counts on the chart's x axis.
     FLOWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128)
-    TRIALS = 400
+    TRIALS = 150
+    #: Flowlet sizes offered, packets.
+    FLOWLETS = (8, 16, 32, 64, 128, 256, 1024)
+    #: Scheme → (key of the sweep, colour), in the legend's order.
+    SCHEMES = {"adaptive packet spraying": ("spray", "#2ca02c"),
+               "adaptive flowlets": ("flowlet", "#17becf"),
+               "round-robin spraying": ("rr", "#9467bd"),
+               "ECMP, throughput": ("ecmp", "#1f77b4"),
+               "ECMP, collective": ("ecmp_sync", "#d62728")}
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         slider = {"continuous_update": False, **_WIDE}
@@ -141,34 +152,46 @@ class LoadBalanceExplorer(Explorer):
                                   **slider),
             "path_slowdown": W.FloatSlider(value=0.1, min=0.0, max=0.5, step=0.01,
                                            description="path slowdown", **slider),
+            "slow_paths": W.IntSlider(value=0, min=0, max=16, description="slow paths",
+                                      **slider),
+            "slow_factor": W.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05,
+                                         description="their speed", **slider),
+            "flowlet_packets": W.Dropdown(options=list(self.FLOWLETS), value=64,
+                                          description="flowlet pkts", **_WIDE),
             "seed": W.BoundedIntText(value=0, min=-1, max=1_000_000, description="seed",
                                      **_WIDE),
         }
 
     def _compute(self, v: Mapping[str, Any]) -> dict[str, Any]:
         kw = {"load": v["load"], "path_slowdown": v["path_slowdown"], "trials": self.TRIALS,
-              "seed": v["seed"]}
+              "seed": v["seed"], "slow_paths": v["slow_paths"], "slow_factor": v["slow_factor"],
+              "flowlet_packets": v["flowlet_packets"]}
         at = fabric.simulate_load_balance(v["n_flows"], v["n_planes"], **kw)
         sweep = fabric.load_balance_sweep(self.FLOWS, [v["n_planes"]], **kw)
-        return {"at": at, "sweep": {k: a[0] for k, a in sweep.items()}}
+        return {"at": at, "sweep": {k: a[0] for k, a in sweep.items()},
+                "slow_paths": v["slow_paths"],
+                "slow_factor": v["slow_factor"]}
 
     def _render(self, r: dict[str, Any]) -> str:
         at: fabric.LoadBalanceResult = r["at"]
         xs = np.asarray(self.FLOWS, dtype=float)
-        names = {"spray": "spraying", "ecmp": "ECMP, throughput", "ecmp_sync": "ECMP, collective"}
-        colors = {"spraying": "#2ca02c", "ECMP, throughput": "#1f77b4",
-                  "ECMP, collective": "#d62728"}
-        series = {names[k]: (xs, r["sweep"][k]) for k in names}
+        series = {name: (xs, r["sweep"][key]) for name, (key, _) in self.SCHEMES.items()}
+        colors = {name: color for name, (_, color) in self.SCHEMES.items()}
+        means = {"spray": at.spray_mean, "flowlet": at.flowlet_mean, "rr": at.rr_mean,
+                 "ecmp": at.ecmp_mean, "ecmp_sync": at.ecmp_sync_mean}
+        slow = (f", {r['slow_paths']} at {r['slow_factor']:.0%} speed" if r["slow_paths"]
+                else "")
         self.image.value = svgchart.line_chart(
             series, colors, logx=True, y_range=(0.0, 1.0), xlabel="flows",
-            ylabel="utilisation (served / offered)", marker_x=at.n_flows,
+            ylabel="utilisation (ideal time / time taken)", marker_x=at.n_flows,
             marker_label=f"{at.n_flows} flows",
-            title=f"{at.n_paths} planes, load {at.load:.0%}: mean of {self.TRIALS} draws",
-            points={"spraying": (at.n_flows, at.spray_mean),
-                    "ECMP, throughput": (at.n_flows, at.ecmp_mean),
-                    "ECMP, collective": (at.n_flows, at.ecmp_sync_mean)}, width=720, height=340)
-        rows = [("spraying", f"{at.spray_mean:.1%}"),
-                ("ECMP, throughput", f"{at.ecmp_mean:.1%}"),
-                ("ECMP, slowest flow (collective)", f"{at.ecmp_sync_mean:.1%}"),
-                ("busiest path under ECMP", f"{at.max_path_load.mean():.2f} × its capacity")]
+            title=(f"{at.n_paths} paths{slow}, load {at.load:.0%}: "
+                   f"mean of {self.TRIALS} draws"),
+            points={name: (at.n_flows, means[key]) for name, (key, _) in self.SCHEMES.items()},
+            width=720, height=340)
+        rows = [(name, f"{means[key]:.1%}") for name, (key, _) in self.SCHEMES.items()]
+        rows += [("paths' mean speed (the ceiling)", f"{at.capacity_mean:.1%}"),
+                 ("round-robin: largest queue", f"{at.rr_queue_packets.mean():,.0f} packets"),
+                 ("round-robin: in-order buffer", f"{at.rr_reorder_packets.mean():,.0f} packets"),
+                 ("busiest path under ECMP", f"{at.max_path_load.mean():.2f} × its speed")]
         return html_table(["scheme", "utilisation"], rows, align=["left", "right"])
