@@ -5,7 +5,7 @@ ECMP against spraying. Every number comes from :mod:`scaleout.fabric`; charts ar
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import ipywidgets as W
 import numpy as np
@@ -136,11 +136,12 @@ class LoadBalanceExplorer(Explorer):
     #: Flowlet sizes offered, packets.
     FLOWLETS = (8, 16, 32, 64, 128, 256, 1024)
     #: Scheme → (key of the sweep, colour), in the legend's order.
-    SCHEMES = {"adaptive packet spraying": ("spray", "#2ca02c"),
-               "adaptive flowlets": ("flowlet", "#17becf"),
-               "round-robin spraying": ("rr", "#9467bd"),
-               "ECMP, throughput": ("ecmp", "#1f77b4"),
-               "ECMP, collective": ("ecmp_sync", "#d62728")}
+    SCHEMES: ClassVar[dict[str, tuple[str, str]]] = {
+        "adaptive packet spraying": ("spray", "#2ca02c"),
+        "adaptive flowlets": ("flowlet", "#17becf"),
+        "round-robin spraying": ("rr", "#9467bd"),
+        "ECMP, throughput": ("ecmp", "#1f77b4"),
+        "ECMP, collective": ("ecmp_sync", "#d62728")}
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         slider = {"continuous_update": False, **_WIDE}
