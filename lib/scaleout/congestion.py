@@ -288,12 +288,13 @@ def simulate_incast(senders: int, mechanism: str = "dcqcn", *, link_gbps: float 
 
     A fluid model in steps of ``dt_us`` (default: 1 µs, coarser for long runs so that about
     2,000 steps cover the ideal time, at most 5 µs, a tenth of DCQCN's CNP interval;
-    symmetric senders, so one sender's state stands for all). The receiver's port drains its
-    queue at ``link_gbps``. Every mechanism keeps PFC as its last line of defence: when the
-    queue reaches ``xoff_bytes`` the links that feed it are paused after ``feedback_us`` (the bytes in flight land in the headroom) until it
-    falls to ``xon_bytes`` (default ``xoff − 2 MTU``); a pause stops the victim too, which
-    is head-of-line blocking (the links' spare capacity is otherwise assumed, a
-    non-blocking fabric).
+    symmetric senders, so one sender's state stands for all). The receiver's port drains
+    its queue at ``link_gbps``. Every mechanism keeps PFC as its last line of defence:
+    when the queue reaches ``xoff_bytes`` the links that feed it are paused after
+    ``feedback_us`` (the bytes in flight land in the headroom) until it falls to
+    ``xon_bytes`` (default ``xoff − 2 MTU``); a pause stops the victim too, which is
+    head-of-line blocking (the links' spare capacity is otherwise assumed, a non-blocking
+    fabric).
 
     ``mechanism``:
 
