@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -245,7 +245,8 @@ class IncastResult:
     ideal_victim_s: float
     pauses: int
     xoff_bytes: float
-    dropped: dict[str, float] = field(default_factory=dict)
+    message_bytes: float = 0.0
+    victim_bytes: float = 0.0
 
     @property
     def collective_s(self) -> float:
@@ -287,7 +288,7 @@ def simulate_incast(senders: int, mechanism: str = "dcqcn", *, link_gbps: float 
     flow of ``victim_bytes`` crosses the same switch links towards an idle host.
 
     A fluid model in steps of ``dt_us`` (default: 1 µs, coarser for long runs so that about
-    2,000 steps cover the ideal time, at most 5 µs, a tenth of DCQCN's CNP interval;
+    1,500 steps cover the ideal times, at most 25 µs, half of DCQCN's CNP interval;
     symmetric senders, so one sender's state stands for all). The receiver's port drains
     its queue at ``link_gbps``. Every mechanism keeps PFC as its last line of defence:
     when the queue reaches ``xoff_bytes`` the links that feed it are paused after
@@ -329,11 +330,13 @@ def simulate_incast(senders: int, mechanism: str = "dcqcn", *, link_gbps: float 
     ideal_incast = n * msg / rate
     ideal_victim = vic / rate
     if dt_us is None:
-        dt = min(5e-6, max(1e-6, max(ideal_incast, ideal_victim) / 2000))
+        dt = min(25e-6, max(1e-6, (ideal_incast + ideal_victim) / 1500))
     else:
         dt = check_positive("dt_us", dt_us) * 1e-6
     delay_steps = round(check_positive("feedback_us", feedback_us, allow_zero=True) * 1e-6 / dt)
-    horizon = 4 * (n + 1) * max(ideal_incast, ideal_victim) + 2e-3
+    # a pause never lasts beyond the incast, so the victim ends by the incast's end plus its
+    # own time; DCQCN's undershoot costs a fraction more
+    horizon = 3 * (ideal_incast + ideal_victim) + 2e-3
     steps = math.ceil(horizon / dt)
     check_work(f"simulating {steps:,} steps of {dt * 1e6:g} µs", steps,
                "use a larger dt_us or smaller messages", limit=2_000_000)
@@ -422,7 +425,7 @@ def simulate_incast(senders: int, mechanism: str = "dcqcn", *, link_gbps: float 
     return IncastResult(
         mech, n, float(link_gbps), np.asarray(ts), np.asarray(qs),
         np.asarray(ss) * to_gbps, np.asarray(vs) * to_gbps, np.asarray(ps, dtype=bool),
-        incast_done, victim_done, ideal_incast, ideal_victim, pauses, xoff)
+        incast_done, victim_done, ideal_incast, ideal_victim, pauses, xoff, msg, vic)
 
 
 # =========================================================================== the mechanisms as data
