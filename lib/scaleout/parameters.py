@@ -567,8 +567,11 @@ SPECS: dict[str, Spec] = {
         "flat_planes": Int(1, 64), "switch_latency_ns": Number(1.0, 1e6),
         "gpus_per_node": Int(1, 72), "n_flows": Int(1, 1024), "n_paths": Int(1, 64),
         "path_slowdown": Number(0.0, 0.99), "skew_us": Number(0.0, 1e6),
+        "slow_paths": Int(0, 64), "slow_factor": Number(0.05, 1.0),
+        "flowlet_packets": Number(1.0, 1e6),
         "seed": Int(0, 2**31 - 1), "tcp_link_name": TCP_PORT,
         "rdma_link_names": ListOf(RDMA_PORT, 1, 8, unique=True),
+        "incast_senders": Int(2, 128), "xoff_kb": Number(1.0, 1e5),
     }, _agree_09),
     "10_optical_modules": Spec({
         "port_gbps": Int(among=(400, 800, 1600)), "lane_gbps": Int(among=(112, 224)),
