@@ -269,6 +269,12 @@ class IncastResult:
         return self.victim_s / self.ideal_victim_s
 
     @property
+    def victim_delivered_bytes(self) -> np.ndarray:
+        """The victim's bytes delivered by the end of each step (its progress over time)."""
+        dt = self.t_s[1] - self.t_s[0] if self.t_s.size > 1 else 0.0
+        return np.cumsum(self.victim_gbps) * dt * 1e9 / 8
+
+    @property
     def pause_fraction(self) -> float:
         """Share of the time the shared links were paused."""
         return float(self.paused.mean()) if self.paused.size else 0.0

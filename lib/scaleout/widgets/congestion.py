@@ -15,7 +15,8 @@ from .. import congestion, svgchart
 from .common import Explorer
 from .scale_up import html_table
 
-__all__ = ["LINK_SPEEDS_GBPS", "MECHANISM_COLORS", "MECHANISM_LABELS", "IncastExplorer"]
+__all__ = ["LINK_SPEEDS_GBPS", "MECHANISM_COLORS", "MECHANISM_LABELS", "MECHANISM_SHORT",
+           "IncastExplorer"]
 
 #: Port speeds offered, Gb/s.
 LINK_SPEEDS_GBPS = (100, 200, 400, 800)
@@ -24,6 +25,8 @@ MECHANISM_LABELS = {"pfc": "PFC alone", "dcqcn": "ECN + DCQCN (+ PFC)",
                     "credits": "receiver credits"}
 MECHANISM_COLORS = {"PFC alone": "#d62728", "ECN + DCQCN (+ PFC)": "#ff7f0e",
                     "receiver credits": "#2ca02c"}
+#: Column headings of the readout.
+MECHANISM_SHORT = {"pfc": "PFC", "dcqcn": "DCQCN", "credits": "credits"}
 _WIDE = {"style": {"description_width": "110px"}, "layout": W.Layout(width="300px")}
 _POINTS = 400  # points per line drawn
 
@@ -78,26 +81,28 @@ class IncastExplorer(Explorer):
         any_run = next(iter(runs.values()))
         queue = {MECHANISM_LABELS[m]: _thin(r.t_s * 1e6, r.queue_bytes / 1e3)
                  for m, r in runs.items()}
-        victim = {MECHANISM_LABELS[m]: _thin(r.t_s * 1e6, r.victim_gbps)
+        victim = {MECHANISM_LABELS[m]: _thin(r.t_s * 1e6, r.victim_delivered_bytes / 1e6)
                   for m, r in runs.items()}
         where = (f"{any_run.senders} senders × {any_run.message_bytes / 1e6:g} MB to one "
                  f"{any_run.link_gbps:g}G port")
         top = svgchart.line_chart(
             queue, MECHANISM_COLORS, xlabel="time (µs)", ylabel="receiver's queue (KB)",
-            title=f"{where}: the queue (PFC pauses at {any_run.xoff_bytes / 1e3:,.0f} KB)",
-            width=760, height=300)
+            title=f"{where}: its queue (PFC pauses at {any_run.xoff_bytes / 1e3:,.0f} KB)",
+            width=640, height=280)
         bottom = svgchart.line_chart(
-            victim, MECHANISM_COLORS, xlabel="time (µs)", ylabel="victim's rate (Gb/s)",
-            y_range=(0.0, any_run.link_gbps * 1.05),
-            title="The victim: a flow to an idle host over the same, paused, links",
-            width=760, height=300)
+            victim, MECHANISM_COLORS, xlabel="time (µs)", ylabel="victim's data delivered (MB)",
+            title="The victim: to an idle host, over the same links",
+            width=640, height=280)
         self.image.value = svgchart.vstack([top, bottom])
-        rows = [(MECHANISM_LABELS[m], f"{r.incast_s * 1e6:,.0f}", f"{r.victim_s * 1e6:,.0f}",
-                 f"{r.slowdown:.2f}×", f"{r.victim_slowdown:.2f}×", f"{r.pauses:,}",
-                 f"{r.pause_fraction:.0%}", f"{r.max_queue_bytes / 1e3:,.0f}")
-                for m, r in runs.items()]
-        rows.append(("ideal (the port busy all along)", f"{any_run.ideal_incast_s * 1e6:,.0f}",
-                     f"{any_run.ideal_victim_s * 1e6:,.0f}", "1.00×", "1.00×", "", "", ""))
-        return html_table(["mechanism", "incast done (µs)", "victim done (µs)", "step",
-                           "victim", "pauses", "paused", "max queue (KB)"], rows,
-                          align=["left"] + ["right"] * 7)
+        cols = [MECHANISM_SHORT[m] for m in runs]
+        rows = [
+            ("incast done (µs)", *(f"{r.incast_s * 1e6:,.0f}" for r in runs.values())),
+            ("victim done (µs)", *(f"{r.victim_s * 1e6:,.0f}" for r in runs.values())),
+            ("victim slowed", *(f"{r.victim_slowdown:.2f}×" for r in runs.values())),
+            ("pause frames", *(f"{r.pauses:,}" for r in runs.values())),
+            ("time paused", *(f"{r.pause_fraction:.0%}" for r in runs.values())),
+            ("deepest queue (KB)", *(f"{r.max_queue_bytes / 1e3:,.0f}" for r in runs.values())),
+        ]
+        ideal = (f"<p>Ideal: incast {any_run.ideal_incast_s * 1e6:,.0f} µs (the port busy all "
+                 f"along), victim {any_run.ideal_victim_s * 1e6:,.0f} µs.</p>")
+        return html_table(["", *cols], rows, align=["left"] + ["right"] * len(cols)) + ideal
