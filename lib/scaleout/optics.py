@@ -68,6 +68,7 @@ __all__ = [
     "module_names",
     "modules",
     "pj_per_bit",
+    "relative_cost_at_ratio",
     "speeds_gbps",
     "sweep_bill",
     "sweep_link_groups",
@@ -502,6 +503,41 @@ def generation_cost_ratio(technology: str = "dsp", reach_class: str = "DR") -> f
                              "lanes in the catalog")
         found[speed] = hits[0]
     return found[1600.0].relative_cost / found[800.0].relative_cost
+
+
+def _counterpart_800g(m: Module) -> Module:
+    """The 800G module (112G lanes) of the same technology and reach class as ``m``."""
+    hits = modules(technology=m.technology, speed_gbps=800.0, lane_gbps=112,
+                   reach_class=m.reach_class)
+    if not hits:
+        raise ValueError(f"{m.name!r} has no 800G {m.technology.upper()} {m.reach_class} "
+                         "counterpart in the catalog to price it against")
+    return hits[0]
+
+
+def relative_cost_at_ratio(bill: FabricBill, ratio):
+    """The bill's relative cost if every 1.6T optical unit cost ``ratio`` times its 800G
+    counterpart (same technology and reach class) instead of the catalog's figure.
+
+    The catalog prices a 1.6T module at about 1.2-1.4 times an 800G one, a forecast for
+    the next three to five years (``data/optics.toml``); this shows what the bill becomes
+    at other ratios. Units other than 1.6T optics (800G and slower modules, copper) keep
+    their price. ``ratio`` may be an array; the result then has its shape.
+    """
+    r = np.asarray(ratio, dtype=float)
+    if not np.all(np.isfinite(r)) or np.any(r <= 0):
+        raise ValueError(f"ratio must be a finite number > 0 (or an array of them), got {ratio!r}")
+    fixed = 0.0
+    per_ratio = 0.0
+    for g in bill.groups:
+        m = g.module
+        if m.is_optical and m.speed_gbps == 1600.0:
+            units_used = g.relative_cost / m.relative_cost if m.relative_cost else 0.0
+            per_ratio += units_used * _counterpart_800g(m).relative_cost
+        else:
+            fixed += g.relative_cost
+    out = fixed + r * per_ratio
+    return float(out) if out.ndim == 0 else out
 
 
 # --------------------------------------------------------------------------- the bill

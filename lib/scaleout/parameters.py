@@ -579,7 +579,10 @@ SPECS: dict[str, Spec] = {
         "endpoint_leaf_m": Number(0.1, 1e4), "leaf_spine_m": Number(0.1, 1e4),
         "spine_core_m": Number(0.1, 1e5), "technology": Choice(_optics_choices),
         "long_link_m": Number(0.1, 1e5), "gpu_name": GPU, "scaleup_link_name": SCALE_UP,
-        "scaleout_link_name": SCALE_OUT,
+        "scaleout_link_name": SCALE_OUT, "pue": Number(1.0, 3.0),
+        "module_price": Number(0.0, 1e6), "price_per_gpu": Number(0.0, 1e7),
+        "price_per_switch": Number(0.0, 1e7), "lifetime_years": Number(0.1, 50.0),
+        "price_per_kwh": Number(0.0, 100.0), "price_per_gpu_hour": Number(0.0, 1e4),
     }, _agree_10),
     "11_fault_tolerance": Spec({
         "n_gpus": Int(1, MAX_GPUS), "study_name": Choice(_studies), "model_name": MODEL,

@@ -456,3 +456,22 @@ def test_added_latency_two_modules_per_link():
     assert O.added_latency_ns("800G DAC", links=2) == 0
     with pytest.raises(ValueError, match="links must be a whole number >= 0, got -1"):
         O.added_latency_ns("800G DSP DR8", links=-1)
+
+
+def test_the_bill_at_other_1_6t_to_800g_ratios():
+    """A DR-only 1.6T bill at the catalog's ratio is the catalog's bill; it grows linearly with
+    the ratio, and 800G or copper units keep their price."""
+    from scaleout.widgets.optics import cluster_groups
+    _, groups = cluster_groups(32768, 1600, "Tomahawk 6", 3.0, 30.0, 500.0)
+    bill = O.fabric_bill(groups, "dsp", lane_gbps=224)
+    assert {g.module.name for g in bill.groups} == {"1.6T DSP DR8"}
+    ratio = O.generation_cost_ratio("dsp")
+    assert O.relative_cost_at_ratio(bill, ratio) == pytest.approx(bill.relative_cost)
+    r = np.array([1.0, 1.2, 1.4])
+    got = O.relative_cost_at_ratio(bill, r)
+    assert got == pytest.approx(bill.relative_cost / ratio * r)
+    _, groups_800 = cluster_groups(32768, 800, "Tomahawk 6", 3.0, 30.0, 500.0)
+    b8 = O.fabric_bill(groups_800, "dsp", lane_gbps=112)
+    assert O.relative_cost_at_ratio(b8, 5.0) == pytest.approx(b8.relative_cost)
+    with pytest.raises(ValueError, match="ratio must be a finite number > 0"):
+        O.relative_cost_at_ratio(bill, 0)
