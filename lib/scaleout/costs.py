@@ -119,15 +119,13 @@ def owned_cost(power: ClusterPower, wall_hours: float, *, price_per_gpu: float,
         and the price of that reference module.
     lifetime_years
         Years over which the capital is written off, straight-line (3 to 6 is usual for
-        servers; a run of the whole lifetime pays all of it).
+        servers; a run of the whole lifetime pays all of it, a longer one more than once:
+        the hardware would have to be bought again).
     price_per_kwh
         Electricity price.
     """
     hours = check_positive("wall_hours", wall_hours)
     life = check_range("lifetime_years", lifetime_years, 0.1, 50.0)
-    if hours > lifetime_hours(life):
-        raise ValueError(f"wall_hours ({hours:,.0f} h) must not exceed the lifetime of "
-                         f"{life:g} years ({lifetime_hours(life):,.0f} h)")
     capital = {
         "GPUs and servers": power.n_gpus * check_positive("price_per_gpu", price_per_gpu,
                                                           allow_zero=True),

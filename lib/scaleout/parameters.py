@@ -618,7 +618,9 @@ SPECS: dict[str, Spec] = {
         "optics_choice": Choice(_optics_choices), "storage_gbytes_s": Number(0.0, 1e7),
         "failure_study": Choice(_studies), "price_per_gpu_hour": Number(0.0, 1e4),
         "price_per_kwh": Number(0.0, 100.0), "module_price": Number(0.0, 1e6),
-        "pue": Number(1.0, 3.0), "summary_path": Text(max_len=4096),
+        "pue": Number(1.0, 3.0), "price_per_gpu": Number(0.0, 1e7),
+        "price_per_switch": Number(0.0, 1e7), "lifetime_years": Number(0.1, 50.0),
+        "summary_path": Text(max_len=4096),
     }, _agree_cluster_plan),
 }
 

@@ -51,8 +51,8 @@ def test_bad_input():
               reference_module_price=1.0, lifetime_years=4, price_per_kwh=0.1)
     with pytest.raises(ValueError, match=r"lifetime_years must be a number from 0\.1 to 50\.0"):
         costs.owned_cost(p, 10.0, **{**kw, "lifetime_years": 0})
-    with pytest.raises(ValueError, match="must not exceed the lifetime"):
-        costs.owned_cost(p, 10 * 8766.0, **kw)
+    twice = costs.owned_cost(p, 2 * costs.lifetime_hours(4), **kw)
+    assert twice.run_share == pytest.approx(2.0)  # a run of two lifetimes buys twice
     with pytest.raises(ValueError, match="price_per_gpu must be a finite number >= 0"):
         costs.owned_cost(p, 10.0, **{**kw, "price_per_gpu": -1})
     with pytest.raises(ValueError, match="price_per_gpu_hour"):
