@@ -605,6 +605,10 @@ SPECS: dict[str, Spec] = {
         "site_distances_km": ListOf(Number(0.001, 20_000.0), 1, 8),
         "deadline_days": Number(0.01, 3650.0),
         "design_gpu_counts": ListOf(Int(8, MAX_GPUS), 1, 8, unique=True),
+        "pue": Number(1.0, 3.0), "price_per_gpu_hour": Number(0.0, 1e4),
+        "price_per_gpu": Number(0.0, 1e7), "price_per_switch": Number(0.0, 1e7),
+        "module_price": Number(0.0, 1e6), "lifetime_years": Number(0.1, 50.0),
+        "price_per_kwh": Number(0.0, 100.0),
     }, _agree_12),
     "reports/cluster_plan": Spec({
         "model_name": Choice(lambda: [*_models(), "custom"]),
