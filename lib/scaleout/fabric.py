@@ -1097,19 +1097,23 @@ def _greedy_makespan(rates: np.ndarray, jobs: int) -> np.ndarray:
 
     The greedy choice is optimal for equal jobs on paths of different speeds: the makespan
     is the ``jobs``-th smallest of the completion slots ``k / r_j`` (k = 1, 2, ...). It lies
-    in ``[N/Σr, (N+E)/Σr]``; the slots below ``N/Σr`` are counted, and the remaining
-    (at most E) are the smallest of the next E slots of each path.
+    in ``[N/Σr, (N+E)/Σr]``: the slots up to ``N/Σr`` are counted at once, and the remaining
+    ones (at most E) are taken one by one, each the earliest next slot of any path.
     """
-    n_trials, e = rates.shape
-    total = rates.sum(axis=1)
-    x = jobs / total                                                  # (T,)
-    below = np.floor(x[:, None] * rates + 1e-9)                       # slots <= x per path
-    need = jobs - below.sum(axis=1)                                   # (T,), 0..E
-    nxt = (below[:, :, None] + np.arange(1, e + 1)[None, None, :]) / rates[:, :, None]
-    nxt = np.sort(nxt.reshape(n_trials, e * e), axis=1)
-    idx = np.clip(need.astype(np.int64) - 1, 0, e * e - 1)
-    slot = np.take_along_axis(nxt, idx[:, None], axis=1)[:, 0]
-    return np.where(need <= 0, x, slot)
+    n_trials, _ = rates.shape
+    x = jobs / rates.sum(axis=1)                                      # (T,)
+    taken = np.floor(x[:, None] * rates + 1e-9)                       # slots <= x per path
+    need = jobs - taken.sum(axis=1)                                   # (T,), 0..E
+    out = x.copy()
+    rows = np.arange(n_trials)
+    nxt = (taken + 1) / rates                                         # each path's next slot
+    for step in range(1, int(need.max(initial=0)) + 1):
+        j = nxt.argmin(axis=1)
+        slot = nxt[rows, j]
+        out = np.where(need == step, slot, out)
+        taken[rows, j] += 1
+        nxt[rows, j] = (taken[rows, j] + 1) / rates[rows, j]
+    return out
 
 
 def simulate_load_balance(n_flows: int, n_paths: int, *, load: float = 1.0,
