@@ -189,10 +189,12 @@ class LoadBalanceExplorer(Explorer):
             title=(f"{at.n_paths} paths{slow}, load {at.load:.0%}: "
                    f"mean of {self.TRIALS} draws"),
             points={name: (at.n_flows, means[key]) for name, (key, _) in self.SCHEMES.items()},
-            width=720, height=340)
-        rows = [(name, f"{means[key]:.1%}") for name, (key, _) in self.SCHEMES.items()]
-        rows += [("paths' mean speed (the ceiling)", f"{at.capacity_mean:.1%}"),
-                 ("round-robin: largest queue", f"{at.rr_queue_packets.mean():,.0f} packets"),
-                 ("round-robin: in-order buffer", f"{at.rr_reorder_packets.mean():,.0f} packets"),
-                 ("busiest path under ECMP", f"{at.max_path_load.mean():.2f} × its speed")]
+            width=640, height=340)
+        short = {"spray": "adaptive packets", "flowlet": "adaptive flowlets", "rr": "round-robin",
+                 "ecmp": "ECMP, throughput", "ecmp_sync": "ECMP, collective"}
+        rows = [(short[key], f"{means[key]:.1%}") for _, (key, _) in self.SCHEMES.items()]
+        rows += [("ceiling: paths' speed", f"{at.capacity_mean:.1%}"),
+                 ("round-robin queue", f"{at.rr_queue_packets.mean():,.0f} pkts"),
+                 ("in-order buffer", f"{at.rr_reorder_packets.mean():,.0f} pkts"),
+                 ("ECMP's busiest path", f"{at.max_path_load.mean():.2f}×")]
         return html_table(["scheme", "utilisation"], rows, align=["left", "right"])
