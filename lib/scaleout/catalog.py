@@ -30,8 +30,8 @@ from .checks import check_choice, check_int, close_matches
 __all__ = [
     "CUSTOM_VOCAB",
     "DATA_DIR",
-    "GPU_ARCHITECTURES",
     "GPU",
+    "GPU_ARCHITECTURES",
     "Entry",
     "Link",
     "ModelSpec",
