@@ -38,12 +38,12 @@ parallelism; selective recomputation (its checkpointing recomputes whole layers)
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..checks import close_matches
 from ..plan import Plan, PlanResult
 from ._common import (
     ASSUMED,
@@ -100,8 +100,8 @@ def from_deepspeed_json(config: str | Path | Mapping, *, n_gpus: int | None = No
     top_used = {k for k in keys if "." not in k}
     for key in raw:
         if key not in top_used:
-            near = close_matches(key, top_used)
-            if near and key.lower() != near[0]:
+            near = difflib.get_close_matches(key, sorted(top_used), n=1, cutoff=0.85)
+            if near:
                 raise ValueError(f"{label}: {key!r} is not a DeepSpeed key the workbook reads; "
                                  f"did you mean {near[0]!r}?")
 
