@@ -142,19 +142,27 @@ class Facts:
     uneven_layers: bool = False
     allow_tp_across_nodes: bool = False
     relaxable: bool = False
+    framework: str = ""
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    max_zero_with_pp: int = 1
 
     @classmethod
     def of(cls, model, gpus_per_node: int | None = None, *, uneven_layers: bool = False,
-           allow_tp_across_nodes: bool = False, relaxable: bool = False) -> Facts:
-        """The facts of a :class:`~scaleout.catalog.ModelSpec` (and a node size).
+           allow_tp_across_nodes: bool = False, relaxable: bool = False,
+           framework=None) -> Facts:
+        """The facts of a :class:`~scaleout.catalog.ModelSpec` (and a node size, and the
+        framework whose ZeRO rules apply: a :class:`scaleout.plan.frameworks.Framework`).
 
         ``relaxable``: the caller offers ``uneven_layers`` and ``allow_tp_across_nodes``
         (the planner does), so messages may suggest them.
         """
+        zero = {} if framework is None else {
+            "framework": framework.name, "zero_stages": tuple(framework.zero_stages),
+            "max_zero_with_pp": framework.max_zero_with_pp}
         return cls(model.name, model.n_heads, model.kv_heads, model.n_layers, gpus_per_node,
                    check_bool("uneven_layers", uneven_layers),
                    check_bool("allow_tp_across_nodes", allow_tp_across_nodes),
-                   check_bool("relaxable", relaxable))
+                   check_bool("relaxable", relaxable), **zero)
 
 
 def allowed_divisors(total: int, limit: int = 12) -> str:
@@ -192,9 +200,17 @@ class Rule:
 
 
 def _batch_message(r: Mapping[str, int], f: Facts) -> str:
-    per = r["dp"] * r["micro_batch"]
-    return (f"global_batch={r['global_batch']} must be a multiple of dp × micro_batch = "
-            f"{r['dp']} × {r['micro_batch']} = {per}")
+    """The batch rule's sentence, with the nearest batches that work and the dp sizes that do."""
+    from .checks import divisors
+
+    batch, dp, mb = r["global_batch"], r["dp"], r["micro_batch"]
+    per = dp * mb
+    below, above = batch // per * per, (batch // per + 1) * per
+    near = " or ".join(f"{x:,}" for x in (below, above) if x > 0)
+    dps = [d for d in divisors(batch // mb) if abs(d - dp) <= dp] if batch % mb == 0 else []
+    alt = f"; or dp in {', '.join(map(str, dps[:8]))}" if dps else ""
+    return (f"global_batch={batch} must be a multiple of dp × micro_batch = "
+            f"{dp} × {mb} = {per}: the nearest batches that are: {near}{alt}")
 
 
 RULES: tuple[Rule, ...] = (
@@ -245,12 +261,21 @@ RULES: tuple[Rule, ...] = (
                        f"{r['global_batch'] // (r['dp'] * r['micro_batch'])} micro-batches to "
                        f"be a multiple of pp={r['pp']}"),
          "Megatron-LM's interleaved 1F1B schedule"),
+    Rule("zero_offered", (),
+         lambda a, f: np.isin(a["zero_stage"], f.zero_stages),
+         lambda r, f: (f"zero_stage={r['zero_stage']} is not offered by "
+                       f"{f.framework or 'this framework'}; it offers "
+                       f"{', '.join(map(str, f.zero_stages))}"),
+         "each framework's sharding options (scaleout.plan.frameworks)"),
     Rule("zero_pipeline", (),
-         lambda a, f: (a["zero_stage"] < 2) | (a["pp"] == 1),
-         lambda r, f: (f"zero_stage={r['zero_stage']} cannot be combined with pp={r['pp']}: "
-                       "ZeRO stages 2 and 3 are incompatible with pipeline parallelism "
-                       "(DeepSpeed); use zero_stage 0 or 1"),
-         "DeepSpeed's pipeline engine"),
+         lambda a, f: (a["zero_stage"] <= f.max_zero_with_pp) | (a["pp"] == 1),
+         lambda r, f: (f"zero_stage={r['zero_stage']} cannot be combined with pp={r['pp']} in "
+                       f"{f.framework or 'DeepSpeed'}: it combines pipelining with ZeRO stage "
+                       f"{f.max_zero_with_pp} at most"
+                       + (" (DeepSpeed: ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+                          "parallelism; FSDP2 in torchtitan and Llama 3's sharded data "
+                          "parallelism do combine them)" if f.max_zero_with_pp < 2 else "")),
+         "DeepSpeed's pipeline engine; torchtitan (FSDP2 + PP)"),
     Rule("sp_needs_tp", (),
          lambda a, f: ~a["sp"].astype(bool) | (a["tp"] > 1),
          lambda r, f: "sp=True (sequence parallelism) needs tp > 1",

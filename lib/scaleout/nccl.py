@@ -53,6 +53,7 @@ __all__ = [
     "collective_time",
     "generation",
     "has_nvls",
+    "times",
     "tuning",
 ]
 
@@ -116,13 +117,16 @@ class NcclTime:
 
 
 def _latency_us(op: str, algo: str, proto: int, n: int, nodes: int, ppn: int, intra_hw: str,
-                host: str) -> float:
-    """``comm->latencies[coll][algo][proto]`` of ``ncclTopoTuneModel``."""
+                host: str, net_latency_us: float = 0.0) -> float:
+    """``comm->latencies[coll][algo][proto]`` of ``ncclTopoTuneModel``; ``net_latency_us`` is
+    the network's own latency (``graphs[a]->latencyInter``, which the network plugin
+    reports), added to every network step, twice for Simple (the flush)."""
     t = tuning()
     base = t["base_latency_us"][algo][proto]
     hw = t["hw_latency_us"]
     intra = hw[intra_hw][algo][proto]
     inter = (hw["net"]["tree"][proto] if ppn == 1 else hw["net"][algo][proto])
+    inter += net_latency_us * (2 if PROTOCOLS[proto] == "Simple" else 1)
     steps = 2 * (n - 1) if op == "all_reduce" else n - 1
     if algo == "ring":
         overhead = 0.0
@@ -195,7 +199,8 @@ def _nvls_bandwidth(op: str, algo: str, nodes: int, ppn: int, gen: str, intra: f
 def collective_time(op: str, size_bytes, n_gpus: int, gpus_per_node: int, *,
                     intra_gbytes_s: float, inter_gbytes_s: float, architecture: str = "Hopper",
                     intra_hw: str = "nvlink", host: str = "intel", channels: int = 16,
-                    tree_pattern: bool = True, nvls: bool = False) -> NcclTime:
+                    tree_pattern: bool = True, nvls: bool = False,
+                    node_aggregate: bool = True, net_latency_us: float = 0.0) -> NcclTime:
     """Predicted time of one NCCL collective per size, with the algorithm NCCL would pick.
 
     Parameters
@@ -224,6 +229,15 @@ def collective_time(op: str, size_bytes, n_gpus: int, gpus_per_node: int, *,
     nvls
         Whether the GPUs sit on NVSwitches with NVLink SHARP (Hopper and later): NVLS and
         NVLS-Tree become candidates (:func:`has_nvls`).
+    net_latency_us
+        The network's own one-way latency, us (a catalog port's ``latency_us``), which NCCL
+        adds to every step that crosses it (``latencyInter``): what makes RoCE or kernel TCP
+        slower than InfiniBand for small messages.
+    node_aggregate
+        Whether a ring across nodes moves a node's data over all its GPUs' ports (NCCL's
+        topology-aware rings, one channel per NIC: bus bandwidth ``min(NVLink, ppn × port)``,
+        what nccl-tests measure) or each GPU's traffic crosses its own port (a flat ring
+        whose every hop between nodes carries one GPU's full share: ``min(NVLink, port)``).
 
     Returns
     -------
@@ -240,8 +254,46 @@ def collective_time(op: str, size_bytes, n_gpus: int, gpus_per_node: int, *,
     check_choice("host", host, ("intel", "amd"))
     channels = check_int("channels", channels)
     gen = generation(architecture)
-    shape = np.shape(S)
-    S = np.atleast_1d(np.asarray(S, dtype=float))
+    check_positive("net_latency_us", net_latency_us, allow_zero=True)
+    return times(op, S, n, g, float(intra_gbytes_s), float(inter_gbytes_s), gen, intra_hw, host,
+                 channels, tree_pattern, nvls, node_aggregate, float(net_latency_us))
+
+
+@functools.lru_cache(maxsize=8192)
+def _candidate_table(op: str, n: int, g: int, intra: float, inter: float, gen: str,
+                     intra_hw: str, host: str, tree_pattern: bool, nvls: bool,
+                     node_aggregate: bool, net_latency_us: float
+                     ) -> tuple[tuple[str, str, float, float], ...]:
+    """Each candidate's (algorithm, protocol, latency us, algorithm bandwidth GB/s) before the
+    size-dependent refinements; cached (a search asks for few groups)."""
+    ppn = min(g, n)
+    nodes = -(-n // ppn)
+    share = ppn if node_aggregate else 1
+    bus = intra if nodes == 1 else min(intra, share * inter)
+    steps = 2 * (n - 1) if op == "all_reduce" else n - 1
+    out = []
+    for algo, proto in _candidates(op, nodes, ppn, nvls and gen in ("hopper", "blackwell")):
+        if algo.startswith("nvls"):
+            bw = _nvls_bandwidth(op, algo, nodes, ppn, gen, intra, inter)
+        else:
+            bw = _bus_bandwidth(op, algo, proto, nodes, gen, host, bus, tree_pattern)
+        if algo == "ring":
+            bw = bw * n / steps  # bus bandwidth to algorithm bandwidth
+        elif algo == "tree":
+            bw = bw * 0.5
+        lat = _latency_us(op, algo, proto, n, nodes, ppn, intra_hw, host, net_latency_us)
+        out.append((algo, PROTOCOLS[proto], lat, bw))
+    return tuple(out)
+
+
+def times(op: str, size_bytes, n: int, g: int, intra: float, inter: float, gen: str,
+          intra_hw: str = "nvlink", host: str = "intel", channels: int = 16,
+          tree_pattern: bool = True, nvls: bool = False, node_aggregate: bool = True,
+          net_latency_us: float = 0.0) -> NcclTime:
+    """:func:`collective_time` without the input checks, for callers whose arguments are
+    already checked (the planner); ``gen`` is NCCL's generation (:func:`generation`)."""
+    shape = np.shape(size_bytes)
+    S = np.atleast_1d(np.asarray(size_bytes, dtype=float))
     if n == 1:
         zeros = np.zeros_like(S)
         none = np.full(S.shape, "none", dtype=object)
@@ -249,40 +301,30 @@ def collective_time(op: str, size_bytes, n_gpus: int, gpus_per_node: int, *,
                         zeros.reshape(shape))
     ppn = min(g, n)
     nodes = -(-n // ppn)
-    bus = intra_gbytes_s if nodes == 1 else min(intra_gbytes_s, ppn * inter_gbytes_s)
-    steps = 2 * (n - 1) if op == "all_reduce" else n - 1
     t = tuning()
-    times, lats, names = [], [], []
-    for algo, proto in _candidates(op, nodes, ppn, nvls and gen in ("hopper", "blackwell")):
-        if algo.startswith("nvls"):
-            bw = _nvls_bandwidth(op, algo, nodes, ppn, gen, intra_gbytes_s, inter_gbytes_s)
-        else:
-            bw = _bus_bandwidth(op, algo, proto, nodes, gen, host, bus, tree_pattern)
-        if algo == "ring":
-            bw = bw * n / steps  # bus bandwidth to algorithm bandwidth
-        elif algo == "tree":
-            bw = bw * 0.5
-        lat = _latency_us(op, algo, proto, n, nodes, ppn, intra_hw, host)
+    table = _candidate_table(op, n, g, intra, inter, gen, intra_hw, host, bool(tree_pattern),
+                             bool(nvls), bool(node_aggregate), float(net_latency_us))
+    stack = np.empty((len(table), S.size))
+    lats = np.empty_like(stack)
+    for i, (algo, proto, lat, bw) in enumerate(table):
         lat_arr = np.full(S.shape, lat)
         bw_arr = np.full(S.shape, bw)
         if algo == "tree":
             log = np.floor(np.log2(np.maximum(S, 1) / 64)).astype(int)
             inside = (log >= 0) & (log < 23)
-            factors = np.asarray(t["tree_correction"][PROTOCOLS[proto]])
+            factors = np.asarray(t["tree_correction"][proto])
             bw_arr = np.where(inside, bw * factors[np.clip(log, 0, 23)], bw_arr)
-        if algo == "ring" and PROTOCOLS[proto] == "Simple" and nodes > 1 and op == "all_reduce":
+        if algo == "ring" and proto == "Simple" and nodes > 1 and op == "all_reduce":
             plateau = (t["factors"]["ring_simple_plateau_pre_ampere"] if gen == "volta"
                        else t["factors"]["ring_simple_plateau"])
             lat_arr = np.where(S / (channels * n) >= 64, lat * plateau, lat_arr)
-        times.append(lat_arr + S / (1000.0 * bw_arr))  # microseconds
-        lats.append(lat_arr)
-        names.append((algo, PROTOCOLS[proto]))
-    stack = np.stack(times)
+        stack[i] = lat_arr + S / (1000.0 * bw_arr)  # microseconds
+        lats[i] = lat_arr
     best = np.argmin(stack, axis=0)
     pick = np.take_along_axis(stack, best[None], axis=0)[0] * 1e-6
-    lat = np.take_along_axis(np.stack(lats), best[None], axis=0)[0] * 1e-6
-    algos = np.array([names[i][0] for i in best.ravel()], dtype=object).reshape(S.shape)
-    protos = np.array([names[i][1] for i in best.ravel()], dtype=object).reshape(S.shape)
+    lat = np.take_along_axis(lats, best[None], axis=0)[0] * 1e-6
+    algos = np.array([table[i][0] for i in best], dtype=object)
+    protos = np.array([table[i][1] for i in best], dtype=object)
     if not shape:
         return NcclTime(pick[0], algos[0], protos[0], lat[0])
     return NcclTime(pick.reshape(shape), algos.reshape(shape), protos.reshape(shape),

@@ -14,8 +14,9 @@ from ..collectives import NodeNetwork
 from ..layout import RECOMPUTE_MODES, Plan
 from ..units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from .calibration import Calibration
+from .frameworks import Framework
 from .network import default_network
-from .step import MEMORY_PARTS, STEP_PARTS, Context, context, iteration
+from .step import MEMORY_PARTS, STEP_PARTS, TIGHT_SHARE, Context, context, iteration
 
 __all__ = ["PlanResult", "evaluate", "plan_from_arrays", "throughput"]
 
@@ -24,8 +25,10 @@ __all__ = ["PlanResult", "evaluate", "plan_from_arrays", "throughput"]
 class PlanResult:
     """One plan evaluated: memory per GPU (bytes), time per iteration (seconds), throughput.
 
-    ``memory`` maps :data:`~scaleout.plan.MEMORY_PARTS` to bytes, ``step`` maps
-    :data:`~scaleout.plan.STEP_PARTS` to seconds.
+    ``memory`` maps :data:`~scaleout.plan.MEMORY_PARTS` to bytes (the busier of the first and
+    last pipeline stage, ``reserve`` included), ``step`` maps
+    :data:`~scaleout.plan.STEP_PARTS` to seconds; ``stage_memory_bytes`` gives the first and
+    the last stage; ``framework`` names the preset whose collectives and overlaps were assumed.
     """
 
     plan: Plan
@@ -42,6 +45,8 @@ class PlanResult:
     megatron_tflops_per_gpu: float
     training_days: float | None = None
     gpu_hours: float | None = None
+    framework: str = ""
+    stage_memory_bytes: dict[str, float] | None = None
 
     @property
     def memory_bytes(self) -> float:
@@ -52,6 +57,17 @@ class PlanResult:
     def fits(self) -> bool:
         """Whether the busiest GPU's memory is within its HBM."""
         return self.memory_bytes <= self.capacity_bytes
+
+    @property
+    def headroom_gib(self) -> float:
+        """GiB left on the busiest GPU (negative when it does not fit)."""
+        return (self.capacity_bytes - self.memory_bytes) / GIB
+
+    @property
+    def tight(self) -> bool:
+        """Whether the busiest GPU fills more than :data:`~scaleout.plan.step.TIGHT_SHARE`
+        of its HBM: peaks and fragmentation the model does not see may push it over."""
+        return self.memory_bytes > TIGHT_SHARE * self.capacity_bytes
 
     @property
     def shortfall_gib(self) -> float:
@@ -114,8 +130,9 @@ def evaluate(
     calibration: Calibration | None = None,
     recipe: str | memory.PrecisionRecipe = "mixed-adam",
     tokens: float | None = None,
-    uneven_layers: bool = False,
+    uneven_layers: bool | None = None,
     allow_tp_across_nodes: bool = False,
+    framework: str | Framework | None = None,
 ) -> PlanResult:
     """Memory per GPU, iteration time and throughput of one plan.
 
@@ -133,8 +150,14 @@ def evaluate(
         Bytes per parameter (:data:`scaleout.memory.RECIPES`).
     tokens
         A training budget in tokens: fills ``training_days`` and ``gpu_hours``.
-    uneven_layers, allow_tp_across_nodes
-        Relax the validity rules (:mod:`scaleout.layout`).
+    uneven_layers
+        Stages of unequal layer counts where ``pp`` does not divide the layers (the
+        default, None, allows them; False refuses such a plan).
+    allow_tp_across_nodes
+        Relaxes the validity rules (:mod:`scaleout.layout`).
+    framework
+        A preset of :mod:`scaleout.plan.frameworks` (default: Megatron-Core): which
+        collectives it issues, what it overlaps, which ZeRO stages it offers.
 
     Raises
     ------
@@ -142,16 +165,16 @@ def evaluate(
         The sentence of the first rule of :data:`scaleout.layout.RULES` the plan breaks.
     """
     m = catalog.model(model)
-    check_bool("uneven_layers", uneven_layers)
+    uneven = True if uneven_layers is None else check_bool("uneven_layers", uneven_layers)
     check_bool("allow_tp_across_nodes", allow_tp_across_nodes)
     if not isinstance(plan, Plan):
         raise ValueError(f"plan must be a scaleout.plan.Plan, got {plan!r}")
     net = network if network is not None else default_network(gpu)
-    ctx = context(m, gpu, net, calibration, recipe, plan.seq_len, plan.global_batch)
-    layout.check(plan, layout.Facts.of(m, net.gpus_per_node, uneven_layers=uneven_layers,
+    ctx = context(m, gpu, net, calibration, recipe, plan.seq_len, plan.global_batch, framework)
+    layout.check(plan, layout.Facts.of(m, net.gpus_per_node, uneven_layers=uneven,
                                        allow_tp_across_nodes=allow_tp_across_nodes,
-                                       relaxable=True))
-    out = _one(ctx, plan, uneven_layers)
+                                       relaxable=True, framework=ctx.framework))
+    out = _one(ctx, plan, uneven)
     rc = RECOMPUTE_MODES.index(plan.recompute)
     thr = throughput(ctx, plan.n_gpus, out["step_s"], rc)
     days = hours = None
@@ -168,5 +191,7 @@ def evaluate(
         hfu=float(thr["hfu"][0]), model_tflops_per_gpu=float(thr["model_tflops"][0]),
         hardware_tflops_per_gpu=float(thr["hardware_tflops"][0]),
         megatron_tflops_per_gpu=float(np.ravel(thr["megatron_tflops"])[0]),
-        training_days=days, gpu_hours=hours,
+        training_days=days, gpu_hours=hours, framework=ctx.framework.name,
+        stage_memory_bytes={"first": float(out["first_stage_bytes"][0]),
+                            "last": float(out["last_stage_bytes"][0])},
     )

@@ -23,6 +23,7 @@ from ..layout import RECOMPUTE_MODES, Plan
 from ..units import GIB
 from .calibration import Calibration
 from .evaluate import PlanResult, evaluate, plan_from_arrays, throughput
+from .frameworks import Framework
 from .network import default_network
 from .step import context, iteration
 
@@ -67,10 +68,11 @@ class SearchResult:
     arrays: dict[str, np.ndarray]
     order: np.ndarray
     tokens: float | None = None
-    uneven_layers: bool = False
+    uneven_layers: bool = True
     allow_tp_across_nodes: bool = False
     flash_attention: bool = False
     model_spec: ModelSpec | None = None
+    framework: str = ""
 
     @property
     def n_evaluated(self) -> int:
@@ -93,7 +95,8 @@ class SearchResult:
         return evaluate(self.model_spec or self.model, self.gpu, self.plan(rank), self.network,
                         calibration=self.calibration, recipe=self.recipe, tokens=self.tokens,
                         uneven_layers=self.uneven_layers,
-                        allow_tp_across_nodes=self.allow_tp_across_nodes)
+                        allow_tp_across_nodes=self.allow_tp_across_nodes,
+                        framework=self.framework or None)
 
     def top(self, k: int = 10) -> list[dict[str, Any]]:
         """The ``k`` fastest fitting plans as table rows (plain numbers, units in the keys)."""
@@ -211,8 +214,9 @@ def search(
     recompute: Iterable[str] = RECOMPUTE_MODES,
     sequence_parallel: Iterable[bool] = (False, True),
     flash_attention: bool = False,
-    uneven_layers: bool = False,
+    uneven_layers: bool | None = None,
     allow_tp_across_nodes: bool = False,
+    framework: str | Framework | None = None,
 ) -> SearchResult:
     """Evaluate every valid plan of ``n_gpus`` GPUs at once and rank the ones that fit.
 
@@ -228,11 +232,18 @@ def search(
     max_micro_batch, max_interleave
         Largest micro-batch size and model chunks per GPU tried.
     zero_stages, recompute, sequence_parallel
-        The options tried (all by default).
+        The options tried (all by default; the ZeRO stages the framework offers). With flash
+        attention, selective recomputation is the same plan as none (no score matrices are
+        stored to drop), so it is not listed twice.
     flash_attention
         Attention kernels that never store the score matrices.
-    uneven_layers, allow_tp_across_nodes
-        Relax the validity rules (:mod:`scaleout.layout`).
+    uneven_layers
+        Stages of unequal layer counts where ``pp`` does not divide the layers (allowed by
+        default, None; False keeps to divisors).
+    allow_tp_across_nodes
+        Relaxes the validity rules (:mod:`scaleout.layout`).
+    framework
+        A preset of :mod:`scaleout.plan.frameworks` (default: Megatron-Core).
 
     Raises
     ------
@@ -246,6 +257,7 @@ def search(
     B = check_int("global_batch", global_batch)
     if tokens is not None:
         tokens = check_positive("tokens", tokens)
+    uneven_layers = True if uneven_layers is None else uneven_layers
     for flag, value in (("flash_attention", flash_attention), ("uneven_layers", uneven_layers),
                         ("allow_tp_across_nodes", allow_tp_across_nodes)):
         check_bool(flag, value)
@@ -260,9 +272,16 @@ def search(
     if not zs or not rcs or not sps:
         raise ValueError("zero_stages, recompute and sequence_parallel must each offer at "
                          "least one option")
-    ctx = context(m, g, network, calibration, recipe, seq_len, B)
+    if flash_attention and "selective" in rcs and len(rcs) > 1:
+        rcs = [r for r in rcs if r != "selective"]  # the same plan as "none" under flash
+    ctx = context(m, g, network, calibration, recipe, seq_len, B, framework)
+    zs = [z for z in zs if z in ctx.framework.zero_stages]
+    if not zs:
+        raise ValueError(f"zero_stages: {ctx.framework.name} offers ZeRO stages "
+                         f"{', '.join(map(str, ctx.framework.zero_stages))} only")
     facts = layout.Facts.of(m, network.gpus_per_node, uneven_layers=uneven_layers,
-                            allow_tp_across_nodes=allow_tp_across_nodes, relaxable=True)
+                            allow_tp_across_nodes=allow_tp_across_nodes, relaxable=True,
+                            framework=ctx.framework)
     arrays, why = candidates(
         m, n, B, facts, max_micro_batch=check_int("max_micro_batch", max_micro_batch),
         max_interleave=check_int("max_interleave", max_interleave), zero_stages=zs,
@@ -278,14 +297,15 @@ def search(
     order = idx[np.lexsort((arrays["memory_bytes"][idx], arrays["step_s"][idx]))]
     result = SearchResult(m.name, g.name, n, B, ctx.seq_len, network, ctx.calibration,
                           ctx.recipe.name, arrays, order, tokens, uneven_layers,
-                          allow_tp_across_nodes, bool(flash_attention), m)
+                          allow_tp_across_nodes, bool(flash_attention), m, ctx.framework.name)
     if not order.size:
         i = int(np.argmin(arrays["memory_bytes"]))
         short = (arrays["memory_bytes"][i] - arrays["capacity_bytes"][i]) / GIB
         plan = plan_from_arrays(arrays, i, global_batch=B, seq_len=ctx.seq_len)
         closest = evaluate(m, g, plan, network, calibration=ctx.calibration, recipe=recipe,
                            uneven_layers=uneven_layers,
-                           allow_tp_across_nodes=allow_tp_across_nodes)
+                           allow_tp_across_nodes=allow_tp_across_nodes,
+                           framework=ctx.framework)
         raise NoPlanError(
             f"{m.name} fits on none of the {result.n_evaluated:,} valid layouts of {n:,} × "
             f"{g.name} ({g.hbm_gib:g} GiB each): the closest, {plan.label}, needs "
