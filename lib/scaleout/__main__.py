@@ -11,6 +11,13 @@ report [NOTEBOOK] [-p NAME VALUE ...] [--sweep FILE.yaml] [-o DIR]
     and render it to a self-contained HTML file without code cells; with ``--sweep``, one
     report per parameter set of a YAML file plus a comparison table. Parameters are
     checked before anything runs: a bad one exits with status 2 and one line saying why.
+lab allreduce [--algorithm NAME] [-b BYTES] [-e BYTES] [-f FACTOR] [-n ITERS] [-o FILE]
+    Under ``mpiexec -n N``: an MPI all-reduce benchmark printing nccl-tests' format
+    (:mod:`scaleout.lab.mpibench`).
+calibrate LOG... [-o FILE]
+    Fit α and β per collective and scope (inside a node, across nodes) to nccl-tests or
+    benchmark logs and write a network file the planner and the report read
+    (:mod:`scaleout.lab.calibrate`).
 """
 
 from __future__ import annotations
@@ -86,6 +93,22 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lab(args: argparse.Namespace) -> int:
+    if args.args[:1] != ["allreduce"]:
+        print("scaleout lab: error: expected 'lab allreduce [OPTIONS]' (run it under mpiexec; "
+              "'lab allreduce -h' lists the options)", file=sys.stderr)
+        return 2
+    from .lab import mpibench
+
+    return mpibench.main(args.args[1:])
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from .lab import calibrate
+
+    return calibrate.main(args.args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run one command; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m scaleout",
@@ -102,6 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("-o", "--output", metavar="DIR", help="output folder (default reports/out)")
     rep.add_argument("--no-progress", action="store_true", help="no progress bar")
     rep.set_defaults(run=_report)
+    lab = sub.add_parser("lab", add_help=False,
+                         help="the lab's tools: 'lab allreduce' (an MPI benchmark, under mpiexec)")
+    lab.add_argument("args", nargs=argparse.REMAINDER)
+    lab.set_defaults(run=_lab)
+    cal = sub.add_parser("calibrate", add_help=False,
+                         help="fit α, β to collective logs; write a network file for the planner")
+    cal.add_argument("args", nargs=argparse.REMAINDER)
+    cal.set_defaults(run=_calibrate)
     args = parser.parse_args(argv)
     return args.run(args)
 
