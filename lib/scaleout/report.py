@@ -147,6 +147,9 @@ def check_parameters(path: Path | str, params: Mapping[str, Any]) -> dict[str, A
             hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
             raise ValueError(f"{Path(path).name} has no parameter {name!r}{hint}")
         out[name] = _check_type(name, value, defaults[name])
+        if name.endswith("_file") and isinstance(out[name], str) and out[name]:
+            # the kernel runs in the notebook's folder: a file is named from where we are
+            out[name] = str(Path(out[name]).expanduser().resolve())
     check = SEMANTIC_CHECKS.get(Path(path).stem)
     if check is not None:
         check({**defaults, **out})
@@ -380,9 +383,16 @@ def _check_cluster_plan(p: dict[str, Any]) -> None:
              if p["model_name"] == "custom" else catalog.model(p["model_name"]))
     network = plan.default_network(p["gpu_name"], p["gpus_per_node"] or None,
                                    p["network_name"] or None)
+    calibration = None
+    if p.get("network_file"):  # a measured network (./workbook calibrate): data only
+        from .lab import calibrate
+
+        measured = calibrate.load_network(p["network_file"])
+        network = measured.fabric(p["gpu_name"], p["gpus_per_node"] or None)
+        calibration = measured.plan_calibration()
     plan.search(model, p["gpu_name"], p["n_gpus"], p["global_batch"], network,
                 seq_len=p["seq_len"] or model.seq_len, flash_attention=p["flash_attention"],
-                uneven_layers=p["uneven_layers"])
+                uneven_layers=p["uneven_layers"], calibration=calibration)
 
 
 SEMANTIC_CHECKS["cluster_plan"] = _check_cluster_plan

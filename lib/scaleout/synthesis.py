@@ -38,6 +38,7 @@ import numpy as np
 from . import catalog, collectives, fabric, optics, plan, reliability, units
 from .catalog import DATA_DIR, GPU, Link, ModelSpec, _Entry, _f, _lookup, load_entries
 from .checks import check_choice, check_int, check_positive
+from .data_parallel import Fabric
 
 __all__ = [
     "DEFAULT_SEMANTICS_LINKS",
@@ -446,7 +447,7 @@ def _domain_size(value) -> int:
 def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_batch: int,
                     domain_sizes: Iterable[int | str] = (8, 72), *, tokens: float | None = None,
                     inter: str | None = None, nested: bool = True,
-                    **search_kw) -> DomainComparison:
+                    network: Fabric | None = None, **search_kw) -> DomainComparison:
     """For each scale-up domain size, the planner's best plan, its step time and training days.
 
     Each size ``d`` runs :func:`scaleout.plan.search` with ``gpus_per_node=d`` (the GPU's
@@ -474,8 +475,13 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
         GPUs per scale-up domain (or catalog domain names, ``"GB200 NVL72"``).
     tokens
         A token budget: fills ``training_days``.
+    network
+        A measured :class:`~scaleout.data_parallel.Fabric` (``scaleout.lab.calibrate``):
+        its links for every domain size instead of the datasheet's (``inter`` is then
+        ignored for the step time).
     search_kw
-        Passed to :func:`scaleout.plan.search` (``zero_stages``, ``max_micro_batch``, ...).
+        Passed to :func:`scaleout.plan.search` (``zero_stages``, ``max_micro_batch``,
+        ``calibration``, ...).
 
     Raises
     ------
@@ -500,8 +506,9 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
                           f"({n / d:.2f} domains)")
             continue
         try:
-            network = plan.default_network(g, d, inter)
-            found = plan.search(m, g, n, B, network, tokens=tokens, **search_kw)
+            fab = (plan.default_network(g, d, inter) if network is None
+                   else dataclasses.replace(network, gpus_per_node=d))
+            found = plan.search(m, g, n, B, fab, tokens=tokens, **search_kw)
         except plan.NoPlanError as exc:
             skipped[d] = str(exc)
             continue
