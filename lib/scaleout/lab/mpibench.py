@@ -236,11 +236,13 @@ def run_allreduce(n_ranks: int = 4, algorithm: str = "default", *, min_bytes: in
                   max_bytes: int = 2**20, factor: int = 4, iters: int = 10, warmup: int = 2,
                   timeout_s: float = 120.0, mpiexec: str | Path | None = None,
                   mpiexec_args: Sequence[str] = ("--oversubscribe",),
-                  progress: Callable[[int, int], None] | None = None) -> str:
+                  progress: Callable[[int, int], None] | None = None,
+                  on_start: Callable[[int], None] | None = None) -> str:
     """Run the benchmark under ``mpiexec -n n_ranks`` on this machine; returns the log text.
 
-    ``progress(done, total)`` is called as each size's row arrives. The run is stopped
-    (its whole process group) after ``timeout_s`` seconds.
+    ``progress(done, total)`` is called as each size's row arrives; ``on_start(pid)`` once
+    ``mpiexec`` has started (its process group id is its pid). The run is stopped (its
+    whole process group) after ``timeout_s`` seconds.
 
     Raises
     ------
@@ -264,6 +266,8 @@ def run_allreduce(n_ranks: int = 4, algorithm: str = "default", *, min_bytes: in
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL, env=_environment(),
                             start_new_session=True)
+    if on_start is not None:
+        on_start(proc.pid)
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
