@@ -101,7 +101,8 @@ def test_compiled_collectives_against_the_formulas(lab, sharding):
     for r in rows:
         if r.exact:  # the workbook's formula, to the byte (and count where it gives one)
             assert r.formula_matches, r
-        if r.what != "weights gathered again in the backward pass":
+        if r.what not in ("weights gathered again in the backward pass",
+                          "not in the formulas"):
             assert r.expected_matches, r  # the lab's account of what XLA did
     total = sum(r.measured_bytes for r in rows)
     assert total == pytest.approx(lab[sharding].total_bytes)  # every collective in one row

@@ -49,8 +49,8 @@ from ..collectives import AlphaBeta
 from ..data_parallel import Fabric
 from .mpibench import ALGORITHM_LINE, MODEL_OF
 
-__all__ = ["SCOPES", "LinkFit", "MeasuredNetwork", "fit_logs", "load_network", "main",
-           "write_network"]
+__all__ = ["SCOPES", "LinkFit", "MeasuredNetwork", "crossover_size", "fit_log_file", "fit_logs",
+           "load_network", "main", "network_text", "write_network"]
 
 #: A fit's scope: the link inside a node, or the network between nodes.
 SCOPES = ("intra", "inter")
@@ -372,3 +372,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{net.gpus_per_node} GPUs per node; wrote {out}")
     print(f"use it: ./workbook report -p network_file {out}")
     return 0
+
+
+# =========================================================================== measured curves
+def crossover_size(size_bytes, first_s, second_s) -> float | None:
+    """The smallest measured size from which ``second`` is faster than ``first`` at that
+    size and every larger one (None if it never is): where two measured curves cross."""
+    import numpy as np
+
+    S = np.asarray(size_bytes, dtype=float)
+    a, b = np.asarray(first_s, dtype=float), np.asarray(second_s, dtype=float)
+    if not S.shape == a.shape == b.shape or S.ndim != 1 or S.size == 0:
+        raise ValueError("size_bytes, first_s and second_s must be 1-D arrays of one length")
+    order = np.argsort(S)
+    faster = (b < a)[order]
+    tail = np.flatnonzero(~faster)
+    start = 0 if tail.size == 0 else tail[-1] + 1
+    return None if start >= S.size else float(S[order][start])

@@ -27,7 +27,8 @@ What the workbook's formulas give (fp32 values and Adam here, the ``"fp32-adam"`
 Where XLA differs (and the rows say so)
 ---------------------------------------
 * XLA's CPU compiler has no pass that turns "all-reduce, then each device keeps its slice"
-  into a reduce-scatter (the GPU compiler's ``ReduceScatterCreator`` does): on CPU a
+  into a reduce-scatter (the GPU compiler's ``ReduceScatterCreator``, in
+  ``xla/service/gpu/transforms/``, does): on CPU a
   reduce-scatter of ZeRO or of sequence parallelism shows up as an all-reduce of the same
   size. The bytes of the buffer are the formula's; a ring all-reduce moves twice what a
   reduce-scatter moves per device.
@@ -66,8 +67,8 @@ RECIPE = "fp32-adam"
 _SHORT = {"all_reduce": "all-reduce", "reduce_scatter": "reduce-scatter",
           "all_gather": "all-gather", "all_to_all": "all-to-all"}
 _CPU_RS = ("XLA's CPU compiler sums with an all-reduce of the same size and each device "
-           "keeps its slice; GPU and TPU compilers turn that pattern into a reduce-scatter, "
-           "which moves half as much per device")
+           "keeps its slice; XLA's GPU compiler rewrites that pattern into a reduce-scatter "
+           "(its ReduceScatterCreator pass), which moves half as much per device")
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,8 @@ class CollectiveRow:
 
     ``formula_bytes`` is the workbook's figure (None where no formula covers it),
     ``measured_bytes`` the sum over the compiled program, ``expected_bytes`` what the lab
-    predicts once the layout's details are counted. ``exact`` says that the formula claims
+    predicts once the layout's details are counted (NaN for the row of what no formula
+    covers). ``exact`` says that the formula claims
     the measured figure to the byte. Counts are logical collectives (tuple parts);
     ``instructions`` how many collective instructions XLA emitted for them.
     """
@@ -279,8 +281,8 @@ def compare_collectives(step: CompiledStep) -> list[CollectiveRow]:
         rows.append(CollectiveRow(
             "not in the formulas", "various", "/".join(sorted({p.axis for p in left})), "—",
             None, None, float(sum(p.size_bytes for p in left)), len(left),
-            " + ".join(sorted({p.kind for p in left})), float(sum(p.size_bytes for p in left)),
-            False, _extras_note(sharding), len({p.instruction for p in left})))
+            " + ".join(sorted({p.kind for p in left})), math.nan, False,
+            _extras_note(sharding), len({p.instruction for p in left})))
     return rows
 
 
@@ -366,6 +368,7 @@ def summary_rows(step: CompiledStep) -> list[list[str]]:
         if r.formula_count is not None:
             formula += f" ({r.formula_count}×)"
         verdict = ("= formula" if r.formula_matches else
+                   "no formula" if r.formula_bytes is None else
                    "= lab's count" if r.expected_matches else "differs")
         out.append([r.what, r.axis, formula,
                     f"{_kib(r.measured_bytes)} ({r.measured_count}× {r.measured_kinds})",
@@ -374,4 +377,4 @@ def summary_rows(step: CompiledStep) -> list[list[str]]:
 
 
 def _kib(n_bytes: float) -> str:
-    return f"{n_bytes / 1024:,.1f} KiB"
+    return f"{n_bytes:,.0f} B" if n_bytes < 1024 else f"{n_bytes / 1024:,.1f} KiB"

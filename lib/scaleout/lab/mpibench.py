@@ -38,7 +38,7 @@ from pathlib import Path
 from ..checks import check_choice, check_int, check_positive
 
 __all__ = ["MODEL_OF", "OMPI_ALGORITHMS", "find_mpiexec", "format_row", "main",
-           "message_sizes", "run_allreduce"]
+           "message_sizes", "run_algorithms", "run_allreduce"]
 
 #: Open MPI's all-reduce algorithms (``coll_tuned_allreduce_algorithm``), by name.
 OMPI_ALGORITHMS = {"default": 0, "basic_linear": 1, "nonoverlapping": 2,
@@ -320,3 +320,26 @@ def _stop(proc: subprocess.Popen) -> None:
         except ProcessLookupError:
             pass
         proc.wait(timeout=5)
+
+
+def run_algorithms(n_ranks: int, algorithms: Sequence[str], *,
+                   progress: Callable[[int, int], None] | None = None,
+                   **run_kw) -> dict[str, str]:
+    """:func:`run_allreduce` once per algorithm; ``{algorithm: log text}``.
+
+    ``progress(done, total)`` counts sizes over all the runs; other keywords go to
+    :func:`run_allreduce` (sizes, repetitions, ``timeout_s`` per run, ...).
+    """
+    names = [check_choice("algorithms", a, OMPI_ALGORITHMS) for a in algorithms]
+    if not names:
+        raise ValueError("algorithms must name at least one of " + ", ".join(OMPI_ALGORITHMS))
+    per = len(message_sizes(run_kw.get("min_bytes", 8), run_kw.get("max_bytes", 2**20),
+                            run_kw.get("factor", 4)))
+    out = {}
+    for i, name in enumerate(names):
+        def step(done: int, _total: int, i: int = i) -> None:
+            if progress is not None:
+                progress(i * per + done, per * len(names))
+
+        out[name] = run_allreduce(n_ranks, name, progress=step, **run_kw)
+    return out
