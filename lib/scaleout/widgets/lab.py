@@ -29,6 +29,7 @@ KIND_COLORS = {"all-reduce": "#1f77b4", "reduce-scatter": "#2ca02c", "all-gather
                "all-to-all": "#9467bd", "collective-permute": "#8c564b"}
 _WIDE = {"style": {"description_width": "80px"}, "layout": W.Layout(width="300px")}
 _KIB = 1024
+_CHART_WIDTH = 640
 
 
 def _meshes(n_devices: int) -> list[str]:
@@ -55,6 +56,10 @@ class ShardingExplorer(Explorer):
         self.moe = moe or LabModel(n_experts=8)
         self.n_devices = len(jax_module().devices("cpu"))
         super().__init__(**initial)
+        # the table of traffic needs the width: the chart above it, not beside it
+        header, controls, status, _row = self.view.children
+        self.view.children = (header, controls, status, self.image, self.readout)
+        self.image.layout.width = f"{_CHART_WIDTH}px"  # its own size, not the column's
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
@@ -86,9 +91,9 @@ class ShardingExplorer(Explorer):
         measured = {k: row["size_bytes"] / _KIB for k, row in step.by_kind.items()}
         kinds = {k: c for k, c in KIND_COLORS.items() if k in formula or k in measured}
         self.image.value = svgchart.stacked_hbars(
-            {"workbook formula": formula, "XLA's program": measured}, kinds or KIND_COLORS,
+            {"formulas": formula, "compiled": measured}, kinds or KIND_COLORS,
             xlabel="KiB per device and training step (nccl-tests sizes)",
-            title=f"{step.layout.label}", width=640, row_height=40)
+            title=f"{step.layout.label}", width=_CHART_WIDTH, row_height=40)
         body = "".join(
             f"<tr><th>{html.escape(row[0])}</th><td>{html.escape(row[2])}</td>"
             f"<td>{html.escape(row[3])}</td><td>{html.escape(row[4])}</td></tr>"
