@@ -11,6 +11,7 @@ seconds to compile, then is instant. Bytes per step by kind are an SVG bar chart
 from __future__ import annotations
 
 import html
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ import ipywidgets as W
 
 from .. import svgchart
 from ..lab import compare, engine, shardings
-from ..lab.devices import jax_module
+from ..lab.devices import jax_module, use_devices
 from ..lab.model import LabModel
 from .common import Explorer
 
@@ -29,6 +30,8 @@ KIND_COLORS = {"all-reduce": "#1f77b4", "reduce-scatter": "#2ca02c", "all-gather
                "all-to-all": "#9467bd", "collective-permute": "#8c564b"}
 _WIDE = {"style": {"description_width": "80px"}, "layout": W.Layout(width="300px")}
 _KIB = 1024
+#: Devices the explorer asks JAX for when nothing has imported JAX yet.
+DEFAULT_DEVICES = 8
 _CHART_WIDTH = 640
 
 
@@ -42,7 +45,8 @@ class ShardingExplorer(Explorer):
     """Collectives and memory of one compiled training step, per sharding and mesh.
 
     Controls: ``sharding`` (:data:`scaleout.lab.shardings.SHARDINGS`) and ``mesh``
-    (``"data × model"`` devices). ``dense`` and ``moe`` are the models (``ep`` uses
+    (``"data × model"`` devices). If JAX is not imported yet, the explorer asks for
+    :data:`DEFAULT_DEVICES` CPU devices first. ``dense`` and ``moe`` are the models (``ep`` uses
     ``moe``); ``result`` is the :class:`scaleout.lab.engine.CompiledStep`, ``rows`` its
     :class:`~scaleout.lab.compare.CollectiveRow` s.
     """
@@ -54,6 +58,8 @@ class ShardingExplorer(Explorer):
                  **initial: Any) -> None:
         self.dense = dense or LabModel()
         self.moe = moe or LabModel(n_experts=8)
+        if "jax" not in sys.modules:  # nobody asked for devices yet: the lab's default
+            use_devices(DEFAULT_DEVICES)
         self.n_devices = len(jax_module().devices("cpu"))
         super().__init__(**initial)
         # the table of traffic needs the width: the chart above it, not beside it
@@ -62,11 +68,13 @@ class ShardingExplorer(Explorer):
         self.image.layout.width = f"{_CHART_WIDTH}px"  # its own size, not the column's
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
+        meshes = _meshes(self.n_devices)
         return {
             "sharding": W.Dropdown(options=[(f"{k}: {v.split(':')[0]}", k)
                                             for k, v in shardings.SHARDINGS.items()],
                                    value="tp", description="sharding", **_WIDE),
-            "mesh": W.Dropdown(options=_meshes(self.n_devices), value="1 × 4",
+            "mesh": W.Dropdown(options=meshes, value=next(
+                                   (m for m in ("1 × 4", "1 × 2") if m in meshes), meshes[-1]),
                                description="mesh", **_WIDE),
         }
 
