@@ -19,10 +19,14 @@ from pathlib import Path
 
 from ..checks import check_int
 
-__all__ = ["DEVICE_FLAG", "cache_dir", "jax_module", "use_devices"]
+__all__ = ["DEVICE_FLAG", "FAST_COMPILE_FLAG", "cache_dir", "jax_module", "use_devices"]
 
 #: The XLA flag that splits the host CPU into N devices.
 DEVICE_FLAG = "--xla_force_host_platform_device_count"
+#: The lab's programs are tiny: LLVM's optimisations of the CPU code cost more compile time
+#: (about half of it) than they save in run time. The HLO passes that partition the program
+#: and insert, combine and schedule its collectives run the same either way.
+FAST_COMPILE_FLAG = "--xla_backend_optimization_level=0"
 #: Environment variable naming the compilation cache folder (``off`` disables it).
 CACHE_ENV = "SCALEOUT_JAX_CACHE"
 
@@ -54,7 +58,7 @@ def _flag_count(flags: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def use_devices(n: int = 8, *, cache: bool = True) -> int:
+def use_devices(n: int = 8, *, cache: bool = True, fast_compile: bool = True) -> int:
     """Make JAX see ``n`` CPU devices (or more); returns the number it sees.
 
     Call it before anything imports JAX (a notebook's first code cell). If JAX is
@@ -62,7 +66,9 @@ def use_devices(n: int = 8, *, cache: bool = True) -> int:
     (replacing a smaller count already there). If JAX was imported already, nothing
     can change its device count: with at least ``n`` devices this is fine, with fewer
     it is a ``ValueError`` that says to restart the kernel (or process) and call this
-    first. With ``cache`` the persistent compilation cache of :func:`cache_dir` is on.
+    first. With ``cache`` the persistent compilation cache of :func:`cache_dir` is on; with
+    ``fast_compile`` (if JAX is not imported yet and ``XLA_FLAGS`` does not set it)
+    :data:`FAST_COMPILE_FLAG` too.
     """
     n = check_int("n", n, maximum=512)
     if "jax" not in sys.modules:
@@ -72,6 +78,8 @@ def use_devices(n: int = 8, *, cache: bool = True) -> int:
             flags = f"{flags} {DEVICE_FLAG}={n}".strip()
         elif have < n:
             flags = re.sub(rf"{DEVICE_FLAG}=\d+", f"{DEVICE_FLAG}={n}", flags)
+        if fast_compile and "--xla_backend_optimization_level" not in flags:
+            flags = f"{flags} {FAST_COMPILE_FLAG}"
         os.environ["XLA_FLAGS"] = flags
     jax = jax_module()
     try:

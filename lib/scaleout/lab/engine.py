@@ -10,6 +10,7 @@ kept per (model, layout) for the life of the process; JAX's persistent cache
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,8 +110,9 @@ def run_losses(step: CompiledStep, steps: int = 3, *, seed: int = 0) -> np.ndarr
     steps = check_int("steps", steps, maximum=1000)
     compiled, built = step._run
     m = step.model
-    params = jax.device_put(model.init_params(m, seed), built.params)
-    opt = jax.device_put(model.init_opt_state(model.init_params(m, seed)), built.opt_state)
+    start = model.init_params(m, seed)
+    params = jax.device_put(start, built.params)
+    opt = jax.device_put(model.init_opt_state(start), built.opt_state)
     tokens = jax.device_put(model.batch(m, seed), built.tokens)
     losses = []
     for _ in range(steps):
@@ -119,6 +121,13 @@ def run_losses(step: CompiledStep, steps: int = 3, *, seed: int = 0) -> np.ndarr
     return np.array(losses)
 
 
+@functools.lru_cache(maxsize=32)
+def _reference(m: LabModel, steps: int, seed: int) -> tuple[float, ...]:
+    return tuple(run_losses(compile_step(m, "dp", (1, 1), seed=seed), steps, seed=seed))
+
+
 def reference_losses(m: LabModel, steps: int = 3, *, seed: int = 0) -> np.ndarray:
-    """The losses of the same steps on one device, unsharded: what every sharding must match."""
-    return run_losses(compile_step(m, "dp", (1, 1), seed=seed), steps, seed=seed)
+    """The losses of the same steps on one device, unsharded: what every sharding must match
+    (computed once per model, steps and seed)."""
+    return np.array(_reference(m, check_int("steps", steps, maximum=1000),
+                               check_int("seed", seed, minimum=0)))

@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .. import catalog
 from ..catalog import ModelSpec
 from ..checks import check_divides, check_int, check_positive
@@ -158,39 +160,38 @@ def param_shapes(m: LabModel) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def init_params(m: LabModel, seed: int = 0) -> dict[str, Any]:
+def init_params(m: LabModel, seed: int = 0) -> dict[str, np.ndarray]:
     """Parameters as a flat dict of float32 arrays: weights N(0, 0.02²) (GPT-2), the
-    output projections scaled by 1/sqrt(2 l), LayerNorm gains 1, biases 0."""
-    jax = jax_module()
-    jnp = jax.numpy
-    key = jax.random.PRNGKey(check_int("seed", seed, minimum=0))
+    output projections scaled by 1/sqrt(2 l), LayerNorm gains 1, biases 0.
+
+    Drawn with numpy (host arrays: ``jax.device_put`` places them under any sharding),
+    so that starting a model compiles nothing.
+    """
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
     params = {}
-    for i, (name, shape) in enumerate(param_shapes(m).items()):
+    for name, shape in param_shapes(m).items():
         last = name.rsplit(".", 1)[-1]
         if last.endswith("_g"):
-            params[name] = jnp.ones(shape, jnp.float32)
+            params[name] = np.ones(shape, np.float32)
         elif last.startswith(("b", "eb")) or last.endswith("_b"):
-            params[name] = jnp.zeros(shape, jnp.float32)
+            params[name] = np.zeros(shape, np.float32)
         else:
             scale = 0.02 / math.sqrt(2 * m.n_layers) if last in ("wo", "w2", "ew2") else 0.02
-            params[name] = scale * jax.random.normal(jax.random.fold_in(key, i), shape,
-                                                     jnp.float32)
+            params[name] = (scale * rng.standard_normal(shape)).astype(np.float32)
     return params
 
 
 def init_opt_state(params: dict[str, Any]) -> dict[str, Any]:
     """Adam's state: first and second moments (zeros like the parameters) and the step."""
-    jnp = jax_module().numpy
-    zeros = {k: jnp.zeros_like(v) for k, v in params.items()}
-    return {"m": zeros, "v": {k: jnp.zeros_like(v) for k, v in params.items()},
-            "step": jnp.zeros((), jnp.int32)}
+    return {"m": {k: np.zeros_like(v) for k, v in params.items()},
+            "v": {k: np.zeros_like(v) for k, v in params.items()},
+            "step": np.zeros((), np.int32)}
 
 
-def batch(m: LabModel, seed: int = 0):
+def batch(m: LabModel, seed: int = 0) -> np.ndarray:
     """``[batch, seq_len + 1]`` int32 tokens: inputs are ``[:, :-1]``, targets ``[:, 1:]``."""
-    jax = jax_module()
-    key = jax.random.PRNGKey(10_000 + check_int("seed", seed, minimum=0))
-    return jax.random.randint(key, (m.batch, m.seq_len + 1), 0, m.vocab, jax.numpy.int32)
+    rng = np.random.default_rng(10_000 + check_int("seed", seed, minimum=0))
+    return rng.integers(0, m.vocab, (m.batch, m.seq_len + 1), dtype=np.int32)
 
 
 def _identity(x, _where: str):
