@@ -8,6 +8,8 @@ page never shows a Python error nor logs a browser console error.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,8 +33,31 @@ MESH = ".so-ctl-mesh select"
 pytestmark = pytest.mark.browser
 
 
+# The notebook's layouts compiled once before Voila starts, into JAX's persistent cache that
+# the kernel reads: on a busy machine a first compile of all of them can outlast the page's
+# render timeout, which is not what this test is about.
+WARM_UP = """
+from scaleout.lab import devices, engine
+from scaleout.lab.model import LabModel
+devices.use_devices(8)
+dense, moe = LabModel(), LabModel(n_experts=8)
+for s, mesh in [("dp", (8, 1)), ("zero1", (8, 1)), ("zero2", (8, 1)), ("zero3", (8, 1)),
+                ("tp", (1, 4)), ("sp", (1, 4)), ("tp_dp", (2, 4)), ("tp", (1, 2))]:
+    engine.compile_step(dense, s, mesh)
+engine.compile_step(moe, "ep", (8, 1))
+engine.reference_losses(dense); engine.reference_losses(moe)
+"""
+
+
+@pytest.fixture(scope="module")
+def warm_cache() -> None:
+    subprocess.run([sys.executable, "-c", WARM_UP], check=True, timeout=900,
+                   capture_output=True)
+
+
 @pytest.fixture
-def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
+def app(warm_cache: None, serve_voila: Callable[[Path], VoilaServer],
+        watched_page: WatchedPage) -> WatchedPage:
     """Notebook 15 open in Chromium, its sharding explorer drawn once (tensor parallel, 1 × 4)."""
     return open_explorer(serve_voila, watched_page, NOTEBOOK, "t => t.includes('GPT 2 × 64')")
 
