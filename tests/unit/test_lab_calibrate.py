@@ -132,3 +132,16 @@ def test_bad_logs_and_the_command_line(tmp_path, logs, capsys):
     assert "8 GPUs per node; wrote" in capsys.readouterr().out
     assert math.isclose(calibrate.load_network(out).link("inter").gbytes_s,
                         calibrate.fit_logs(logs).link("inter").gbytes_s)
+
+
+def test_the_planner_explorer_offers_the_measured_network(data_dir):
+    from scaleout.widgets.planner import PlannerExplorer
+
+    net = calibrate.load_network(data_dir / "networks" / "h100_nccl_tests.toml")
+    explorer = PlannerExplorer(measured=net, gpu=GPU, n_gpus=1024, global_batch=512)
+    datasheet = explorer.best.step_s
+    explorer.controls["network"].value = explorer.measured_label
+    assert explorer.error is None and explorer.result.network.inter == net.link("inter").link
+    assert explorer.result.calibration.collective_efficiency == 1.0
+    assert explorer.best.step_s != datasheet
+    assert PlannerExplorer().measured_label is None
