@@ -198,7 +198,7 @@ def compare_collectives(step: CompiledStep) -> list[CollectiveRow]:
                                 lambda p: not _is_scalar(p))
                 note = _CPU_RS if op == "reduce_scatter" and any(
                     p.kind == "all-reduce" for p in got) else ""
-                rows.append(_row(f"gradients ({what})", kind, "data",
+                rows.append(_row("gradients", kind, "data",
                                  "Ψ × grad bytes: data_parallel.gradient_bytes", grads, None,
                                  got, grads, True, note))
             elif what == "weights again, backward":
