@@ -221,7 +221,7 @@ def fit_logs(paths: Sequence[str | Path], algorithm: str | None = None,
         raise ValueError(f"{other.log} has {sizes[other.log]} ranks per node but "
                          f"{intra[0].log} measured {gpn} in one node: calibrate one cluster "
                          "at a time")
-    label = name or "measured: " + " + ".join(Path(f.log).stem for f in fits)
+    label = name or " + ".join(Path(f.log).stem for f in fits)
     return MeasuredNetwork(label, gpn, tuple(fits), written=time.strftime("%Y-%m-%d %H:%M"))
 
 
