@@ -43,6 +43,9 @@ module         what it models                                         notebook
                optics, failures, days); design for a deadline
 ``costs``      GPU-hours, energy and optics at the user's prices       reports
 ``report``     papermill reports rendered to HTML; YAML sweeps        reports
+``lab``        real engines: a GPT sharded by JAX's SPMD compiler,    15
+               collectives and memory from compiled HLO against the
+               formulas; an MPI benchmark; calibrate from your logs
 ``widgets``    ipywidgets explorers (no model logic)                  00-12
 ``plotting``   matplotlib and SVG figures (no model logic)            00-12
 ``svgchart``   tiny SVG charts for fast widget redraws                00-12

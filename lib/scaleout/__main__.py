@@ -19,6 +19,13 @@ plan --model CONFIG.json|NAME --gpu GPU --gpus N --batch B --seq S [--from-run F
     with ``--from-run``, what an existing run (Megatron-LM arguments, torchtitan TOML or
     DeepSpeed JSON) costs and how much faster the best plan is; with ``--export``, the best
     plan the framework can run, as its settings. Bad input exits with status 2.
+lab allreduce [--algorithm NAME] [-b BYTES] [-e BYTES] [-f FACTOR] [-n ITERS] [-o FILE]
+    Under ``mpiexec -n N``: an MPI all-reduce benchmark printing nccl-tests' format
+    (:mod:`scaleout.lab.mpibench`).
+calibrate LOG... [-o FILE]
+    Fit α and β per collective and scope (inside a node, across nodes) to nccl-tests or
+    benchmark logs and write a network file the planner and the report read
+    (:mod:`scaleout.lab.calibrate`).
 """
 
 from __future__ import annotations
@@ -207,6 +214,20 @@ def _plan(args: argparse.Namespace) -> int:
         else:
             print(text, end="")
     return 0
+def _lab(args: argparse.Namespace) -> int:
+    if args.args[:1] != ["allreduce"]:
+        print("scaleout lab: error: expected 'lab allreduce [OPTIONS]' (run it under mpiexec; "
+              "'lab allreduce -h' lists the options)", file=sys.stderr)
+        return 2
+    from .lab import mpibench
+
+    return mpibench.main(args.args[1:])
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from .lab import calibrate
+
+    return calibrate.main(args.args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,15 +270,23 @@ def main(argv: list[str] | None = None) -> int:
                     "standard output)")
     pl.add_argument("--top", type=int, default=5, help="plans to list (default 5)")
     pl.set_defaults(run=_plan)
+    lab = sub.add_parser("lab", add_help=False,
+                         help="the lab's tools: 'lab allreduce' (an MPI benchmark, under mpiexec)")
+    lab.add_argument("args", nargs=argparse.REMAINDER)
+    lab.set_defaults(run=_lab)
+    cal = sub.add_parser("calibrate", add_help=False,
+                         help="fit α, β to collective logs; write a network file for the planner")
+    cal.add_argument("args", nargs=argparse.REMAINDER)
+    cal.set_defaults(run=_calibrate)
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        rest, parameters = _take_parameters(argv)
-    except ValueError as exc:
-        parser.error(str(exc))
-    args = parser.parse_args(rest)
+    parameters: list[tuple[str, str]] = []
+    if argv[:1] == ["report"]:  # -p NAME VALUE, VALUE verbatim (it may start with "-")
+        try:
+            argv, parameters = _take_parameters(argv)
+        except ValueError as exc:
+            parser.error(str(exc))
+    args = parser.parse_args(argv)
     if parameters:
-        if args.command != "report":
-            parser.error(f"-p is an option of 'report', not of {args.command!r}")
         args.parameter = parameters
     return args.run(args)
 

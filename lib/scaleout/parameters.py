@@ -316,6 +316,12 @@ def _figures(*units: str) -> Callable[[], list[str]]:
     return names
 
 
+def _frameworks() -> list[str]:
+    from .plan import frameworks
+
+    return frameworks.framework_names()
+
+
 def _log_names() -> list[str]:
     from . import calibration
 
@@ -607,6 +613,7 @@ SPECS: dict[str, Spec] = {
         "seq_len": Int(0, 1_048_576), "tokens": Number(1e6, 1e15, open_low=True),
         "gpu_name": GPU, "n_gpus": Int(1, MAX_GPUS), "gpus_per_node": Int(0, 1024),
         "global_batch": Int(1, 10**7), "flash_attention": Flag(), "uneven_layers": Flag(),
+        "framework": Choice(_frameworks), "network_file": Text(max_len=4096),
         "network_name": OPTIONAL_PORT, "planes": Int(1, 64),
         "oversubscription": Number(1.0, 64.0), "switch_name": Choice(_switches, empty=True),
         "optics_choice": Choice(_optics_choices), "storage_gbytes_s": Number(0.0, 1e7),
