@@ -73,6 +73,7 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "diagrams",
     "fabric",
     "glossary",
+    "lab",
     "layout",
     "memory",
     "nccl",

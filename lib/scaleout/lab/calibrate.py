@@ -45,8 +45,7 @@ from pathlib import Path
 from .. import calibration, collectives, plan
 from ..catalog import GPU
 from ..checks import check_choice, check_int, close_matches
-from ..collectives import AlphaBeta
-from ..collectives import NodeNetwork
+from ..collectives import AlphaBeta, NodeNetwork
 from .mpibench import ALGORITHM_LINE, MODEL_OF
 
 __all__ = ["SCOPES", "LinkFit", "MeasuredNetwork", "crossover_size", "fit_log_file", "fit_logs",
