@@ -139,6 +139,10 @@ def _latency_us(op: str, algo: str, proto: int, n: int, nodes: int, ppn: int, in
         return base + (steps - n_inter) * intra + n_inter * inter
     if algo == "tree":
         return base + 2 * ((ppn - 1) * intra + int(math.log2(nodes)) * inter)
+    if algo == "nvls":  # NCCL sets, not adds: no base latency
+        return intra + (inter if nodes > 1 else 0.0)
+    if algo == "nvls_tree":
+        return base + intra + 2 * int(math.log2(nodes)) * inter
     # PAT (all-gather and reduce-scatter, one GPU per node)
     return base + int(math.log2(nodes)) * (inter / 3.5) + n * 2.8
 
@@ -289,9 +293,11 @@ def _candidate_table(op: str, n: int, g: int, intra: float, inter: float, gen: s
 def times(op: str, size_bytes, n: int, g: int, intra: float, inter: float, gen: str,
           intra_hw: str = "nvlink", host: str = "intel", channels: int = 16,
           tree_pattern: bool = True, nvls: bool = False, node_aggregate: bool = True,
-          net_latency_us: float = 0.0) -> NcclTime:
+          net_latency_us: float = 0.0, names: bool = True) -> NcclTime:
     """:func:`collective_time` without the input checks, for callers whose arguments are
-    already checked (the planner); ``gen`` is NCCL's generation (:func:`generation`)."""
+    already checked (the planner); ``gen`` is NCCL's generation (:func:`generation`).
+    ``names=False`` leaves the chosen algorithm and protocol out (the planner needs only the
+    seconds)."""
     shape = np.shape(size_bytes)
     S = np.atleast_1d(np.asarray(size_bytes, dtype=float))
     if n == 1:
@@ -323,9 +329,108 @@ def times(op: str, size_bytes, n: int, g: int, intra: float, inter: float, gen: 
     best = np.argmin(stack, axis=0)
     pick = np.take_along_axis(stack, best[None], axis=0)[0] * 1e-6
     lat = np.take_along_axis(lats, best[None], axis=0)[0] * 1e-6
-    algos = np.array([table[i][0] for i in best], dtype=object)
-    protos = np.array([table[i][1] for i in best], dtype=object)
+    if names:
+        algos = np.array([table[i][0] for i in best], dtype=object)
+        protos = np.array([table[i][1] for i in best], dtype=object)
+    else:
+        algos = protos = np.full(best.shape, "", dtype=object)
     if not shape:
         return NcclTime(pick[0], algos[0], protos[0], lat[0])
     return NcclTime(pick.reshape(shape), algos.reshape(shape), protos.reshape(shape),
                     lat.reshape(shape))
+
+
+def seconds(op: str, size_bytes, n_gpus, gpus_per_node, intra_gbytes_s: float,
+            inter_gbytes_s: float, gen: str, intra_hw: str = "nvlink", host: str = "intel",
+            channels: int = 16, tree_pattern: bool = True, nvls: bool = False,
+            node_aggregate: bool = True, net_latency_us: float = 0.0) -> np.ndarray:
+    """:func:`times`' seconds for arrays of sizes, group sizes and ranks per node at once.
+
+    The same model, written over arrays (one entry per call) so that a search prices every
+    plan's collectives in a few numpy operations; a test checks it against :func:`times`
+    call by call.
+    """
+    t = tuning()
+    hw, f = t["hw_latency_us"], t["factors"]
+    S = np.asarray(size_bytes, dtype=float)
+    n = np.asarray(n_gpus, dtype=np.int64)
+    S, n = np.broadcast_arrays(S, n)
+    g = np.broadcast_to(np.asarray(gpus_per_node, dtype=np.int64), n.shape)
+    ppn = np.minimum(g, n)
+    nodes = -(-n // np.maximum(ppn, 1))
+    multi = nodes > 1
+    one_gpu = ppn == 1
+    log_nodes = np.floor(np.log2(np.maximum(nodes, 1)))
+    all_reduce = op == "all_reduce"
+    steps = 2 * (n - 1) if all_reduce else n - 1
+    n_inter = np.where(multi, 2 * (nodes - 1) if all_reduce else nodes - 1, 0)
+    share = ppn if node_aggregate else 1
+    bus = np.where(multi, np.minimum(intra_gbytes_s, share * inter_gbytes_s), intra_gbytes_s)
+    col = np.where(nodes == 1, 0, np.where(nodes == 2, 1, 2))
+    ll_max = np.where(nodes == 1, np.asarray(t["ll_max_gbytes_s"][gen])[col],
+                      np.asarray(t["ll_max_gbytes_s"][host])[col])
+    overhead = np.where(multi, t["net_overhead_us"][host], 0.0)
+    nvls_ok = nvls and gen in ("hopper", "blackwell")
+    best = np.full(S.shape, np.inf)
+    for algo in ("ring", "tree", "pat", "nvls", "nvls_tree"):
+        for proto in range(3):
+            name = PROTOCOLS[proto]
+            if algo == "tree" and not all_reduce:
+                continue
+            if algo in ("pat", "nvls", "nvls_tree") and name != "Simple":
+                continue
+            base = t["base_latency_us"][algo][proto]
+            intra = hw[intra_hw][algo][proto]
+            inter = np.where(one_gpu, hw["net"]["tree"][proto], hw["net"][algo][proto])
+            inter = inter + net_latency_us * (2 if name == "Simple" else 1)
+            if algo == "ring":
+                over = overhead * (t["net_overhead_us"]["simple_factor"] if name == "Simple"
+                                   else 1.0)
+                lat = base + (steps - n_inter) * np.maximum(intra, over) + n_inter * inter
+                bw = bus
+                if name == "LL":
+                    bw = np.minimum(ll_max, bw * f["ring_ll"])
+                elif name == "LL128":
+                    bw = bw * f["ring_ll128"]
+                bw = bw * n / np.maximum(steps, 1)
+                ok = np.ones(S.shape, dtype=bool)
+                if all_reduce and name == "Simple":
+                    plateau = (f["ring_simple_plateau_pre_ampere"] if gen == "volta"
+                               else f["ring_simple_plateau"])
+                    lat = np.where(multi & (S / (channels * n) >= 64), lat * plateau, lat)
+            elif algo == "tree":
+                lat = base + 2 * ((ppn - 1) * intra + log_nodes * inter)
+                bw = bus * f["tree_allreduce"]
+                if name == "LL":
+                    bw = np.minimum(bw * f["tree_ll"], ll_max)
+                elif name == "LL128":
+                    bw = bw * np.where(nodes == 1, f["tree_ll128_one_node"],
+                                       f["tree_ll128_nodes"])
+                if tree_pattern:
+                    bw = np.where(multi, bw * f["tree_pattern"], bw)
+                bw = bw * 0.5
+                log = np.floor(np.log2(np.maximum(S, 1) / 64)).astype(int)
+                factors = np.asarray(t["tree_correction"][name])
+                bw = np.where((log >= 0) & (log < 23), bw * factors[np.clip(log, 0, 23)], bw)
+                ok = np.ones(S.shape, dtype=bool)
+            elif algo == "pat":
+                lat = base + log_nodes * (inter / 3.5) + n * 2.8
+                bw = bus * f["pat"]
+                ok = one_gpu & multi & (not all_reduce)
+            else:
+                eff = t["nvls_efficiency"][gen]
+                nv = intra_gbytes_s * eff * (1.0 if all_reduce
+                                             else ppn / np.maximum(ppn - 1, 1))
+                if algo == "nvls":
+                    lat = intra + np.where(multi, inter, 0.0)
+                    bw = nv
+                    ok = (nodes == 1) & (ppn > 1) & nvls_ok
+                else:
+                    lat = base + intra + 2 * log_nodes * inter
+                    bw = np.minimum(nv, ppn * inter_gbytes_s * np.where(nodes <= 2, 2.0, 1.0))
+                    ok = multi & (ppn > 1) & nvls_ok & all_reduce
+                if not nvls_ok:
+                    continue
+            time_us = lat + S / (1000.0 * bw)
+            best = np.where(ok & (time_us < best), time_us, best)
+    return np.where(n <= 1, 0.0, best * 1e-6)

@@ -103,3 +103,42 @@ def test_bad_input_is_named(kwargs, message):
                 intra_gbytes_s=NV4, inter_gbytes_s=NDR) | kwargs
     with pytest.raises(ValueError, match=message):
         nccl.collective_time(**args)
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter"])
+@pytest.mark.parametrize("gen", ["volta", "ampere", "hopper", "blackwell"])
+@pytest.mark.parametrize("nvls,node_aggregate,net_latency_us,intra_hw,host,tree_pattern", [
+    (False, True, 0.0, "nvlink", "intel", True),
+    (True, True, 3.0, "nvlink", "amd", True),
+    (True, False, 3.0, "nvlink", "intel", False),
+    (False, False, 0.0, "pci", "amd", True),
+])
+def test_seconds_over_arrays_equals_times_call_by_call(op, gen, nvls, node_aggregate,
+                                                       net_latency_us, intra_hw, host,
+                                                       tree_pattern):
+    """The vectorized pricing a search uses is the same model as the per-call one."""
+    rng = np.random.default_rng(7)
+    n, g = np.meshgrid([1, 2, 3, 4, 7, 8, 9, 16, 64, 72, 128, 1024, 4096], [1, 4, 8, 72])
+    n, g = n.ravel(), g.ravel()
+    sizes = 10 ** rng.uniform(2, 10, n.size)
+    got = nccl.seconds(op, sizes, n, g, 300.0, 50.0, gen, intra_hw=intra_hw, host=host,
+                       channels=16, tree_pattern=tree_pattern, nvls=nvls,
+                       node_aggregate=node_aggregate, net_latency_us=net_latency_us)
+    want = [float(nccl.times(op, s, int(k), int(m), 300.0, 50.0, gen, intra_hw, host, 16,
+                             tree_pattern, nvls, node_aggregate, net_latency_us).seconds)
+            for s, k, m in zip(sizes, n, g)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert got[n == 1].tolist() == [0.0] * int((n == 1).sum())
+    assert (got[n > 1] > 0).all()
+
+
+def test_nvls_latency_is_nccls_own_not_pats():
+    """NCCL sets NVLS's latency to the NVLink hop (plus one network hop across nodes), with
+    no base latency: a 1 KiB all-reduce inside a Hopper node costs a few microseconds."""
+    t = nccl.tuning()
+    lat = nccl._latency_us("all_reduce", "nvls", 2, 8, 1, 8, "nvlink", "intel")
+    assert lat == t["hw_latency_us"]["nvlink"]["nvls"][2]
+    lat_tree = nccl._latency_us("all_reduce", "nvls_tree", 2, 64, 8, 8, "nvlink", "intel")
+    assert lat_tree == (t["base_latency_us"]["nvls_tree"][2]
+                        + t["hw_latency_us"]["nvlink"]["nvls_tree"][2]
+                        + 2 * 3 * t["hw_latency_us"]["net"]["nvls_tree"][2])

@@ -153,7 +153,26 @@ class CollectiveModel:
             op, size, n, per_node, self.links.intra.bandwidth_bytes_s / 1e9,
             self.links.inter.bandwidth_bytes_s / 1e9, self.generation, self.intra_hw,
             nvls=self.nvls, node_aggregate=node_aggregate,
-            net_latency_us=self.links.inter.latency_s * 1e6).seconds)
+            net_latency_us=self.links.inter.latency_s * 1e6, names=False).seconds)
+
+    def seconds(self, op: str, size_bytes: np.ndarray, n: np.ndarray, per_node: np.ndarray, *,
+                node_aggregate: bool = True) -> np.ndarray:
+        """:meth:`time` for many plans at once: arrays of sizes, group sizes and ranks per
+        node (NCCL's model over arrays, :func:`scaleout.nccl.seconds`; the α-β model per
+        distinct group)."""
+        size = np.asarray(size_bytes, dtype=float)
+        n = np.broadcast_to(np.asarray(n, dtype=np.int64), size.shape)
+        per_node = np.broadcast_to(np.asarray(per_node, dtype=np.int64), size.shape)
+        if not self.nccl:
+            return by_value(n * 65536 + per_node, lambda k, s, d, pn: self.time(
+                op, s, int(d[0]), int(pn[0])), size, n, per_node)
+        from .. import nccl
+
+        return nccl.seconds(
+            op, size, n, per_node, self.links.intra.bandwidth_bytes_s / 1e9,
+            self.links.inter.bandwidth_bytes_s / 1e9, self.generation, self.intra_hw,
+            nvls=self.nvls, node_aggregate=node_aggregate,
+            net_latency_us=self.links.inter.latency_s * 1e6)
 
 
 def collective_model(network: NodeNetwork, links: Links, gpu: GPU,

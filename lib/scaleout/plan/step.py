@@ -51,7 +51,6 @@ from .calibration import DEFAULT_CALIBRATION, Calibration
 from .frameworks import Framework, framework
 from .network import (
     CollectiveModel,
-    by_value,
     collective_model,
     default_network,
     derated_links,
@@ -202,8 +201,7 @@ def tensor_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     ``2bsh`` bytes (six with full recomputation), and the part of them left exposed."""
     tp_bytes = ACTIVATION_BYTES * x.tokens * ctx.model.hidden * np.ones_like(x.tp, dtype=float)
     per_node_tp = np.minimum(x.tp, ctx.network.gpus_per_node)
-    one = by_value(x.tp * 4096 + per_node_tp, lambda k, size, t, pn: ctx.collectives.time(
-        "all_reduce", size, int(t[0]), int(pn[0])), tp_bytes, x.tp, per_node_tp)
+    one = ctx.collectives.seconds("all_reduce", tp_bytes, x.tp, per_node_tp)
     total = (4 + 2 * (x.rc == 2)) * one
     if ctx.framework.tp_overlap:
         # pipelined with the layer's GEMMs (forward, backward twice): only the excess shows
@@ -352,12 +350,10 @@ def data_parallel_parts(ctx: Context, x: _Shape, params: np.ndarray, c: dict[str
     issues them (see the module docstring)."""
     fw, gpn, rec = ctx.framework, ctx.network.gpus_per_node, ctx.recipe
     per_node_dp = dp_ranks_per_node(x.dp, np.maximum(1, gpn // np.minimum(x.tp, gpn)))
-    key = x.dp * 65536 + per_node_dp
 
     def coll(op: str, size: np.ndarray) -> np.ndarray:
-        return by_value(key, lambda k, s, d, pn: ctx.collectives.time(
-            op, s, int(d[0]), int(pn[0]), node_aggregate=not fw.flat_dp_rings),
-            size, x.dp, per_node_dp)
+        return ctx.collectives.seconds(op, size, x.dp, per_node_dp,
+                                       node_aggregate=not fw.flat_dp_rings)
 
     grads = params * rec.grad_bytes
     weights = params * rec.weight_bytes
