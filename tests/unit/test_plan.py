@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from scaleout import catalog, compute, memory, plan
+from scaleout import catalog, compute, layout, memory, plan
 from scaleout.collectives import NodeNetwork
 from scaleout.units import GIB
 
@@ -398,7 +398,8 @@ def test_evaluate_accepts_exactly_what_search_enumerates(model, uneven):
         if enumerated[key] is None:
             continue
         compared += 1
-        fields = tuple(getattr(p, f) for f in plan.PLAN_FIELDS)
+        row = layout.plan_arrays([p])  # the plan's fields as the search holds them
+        fields = tuple(row[f][0].item() for f in plan.PLAN_FIELDS)
         try:
             plan.evaluate(model, "H100-SXM5-80GB", p, uneven_layers=uneven)
             accepted = True
@@ -422,10 +423,15 @@ def test_every_rule_has_a_layout_that_breaks_it_and_says_so():
         "zero_offered": dict(zero_stage=2, dp=2, global_batch=2),
         "zero_pipeline": dict(pp=2, zero_stage=3, dp=2, global_batch=4),
         "sp_needs_tp": dict(sp=True), "zero_needs_dp": dict(zero_stage=1),
+        "zero_shard_divides": dict(dp=8, global_batch=8, zero_stage=1, zero_shard=3),
+        "zero_shard_needs_zero": dict(dp=8, global_batch=8, zero_shard=4),
+        "zero_shard_offered": dict(dp=8, global_batch=8, zero_stage=1, zero_shard=4),
     }
     assert set(breakers) == {r.name for r in layout.RULES}
+    deepspeed = layout.Facts.of(m, 8, relaxable=True, framework=plan.framework("deepspeed-2021"))
     for rule in layout.RULES:
         fields = breakers[rule.name]
+        facts_here = deepspeed if rule.name == "zero_shard_offered" else facts
         if fields is None:  # GPT-3 has no grouped-query attention: use Llama 3 70B (8 KV)
             m2 = catalog.model("llama3-70b")
             row = dict(tp=16, pp=1, dp=1, micro_batch=1, interleave=1, zero_stage=0, sp=False,
@@ -439,7 +445,7 @@ def test_every_rule_has_a_layout_that_breaks_it_and_says_so():
         row = dict(tp=1, pp=1, dp=1, micro_batch=1, interleave=1, zero_stage=0, sp=False,
                    recompute="none", global_batch=1) | fields
         arrays = {k: np.array([v]) for k, v in row.items()}
-        first = layout.failures(arrays, facts)[0]
+        first = layout.failures(arrays, facts_here)[0]
         assert layout.RULES[first].name == rule.name
-        message = rule.message(row, facts)
+        message = rule.message(row, facts_here)
         assert "\n" not in message and any(str(v) in message for v in fields.values())

@@ -47,6 +47,7 @@ class PlanResult:
     gpu_hours: float | None = None
     framework: str = ""
     stage_memory_bytes: dict[str, float] | None = None
+    framework_label: str = ""
 
     @property
     def memory_bytes(self) -> float:
@@ -94,13 +95,15 @@ def plan_from_arrays(a: Mapping[str, np.ndarray], i: int, *, global_batch: int,
                 micro_batch=int(a["micro_batch"][i]), global_batch=global_batch,
                 zero_stage=int(a["zero_stage"][i]), sp=bool(a["sp"][i]),
                 recompute=str(a["recompute"][i]), interleave=int(a["interleave"][i]),
-                flash_attention=bool(a["flash"][i]), seq_len=seq_len)
+                flash_attention=bool(a["flash"][i]), seq_len=seq_len,
+                zero_shard=int(a["zero_shard"][i]) if "zero_shard" in a else None)
 
 
 def _one(ctx: Context, plan: Plan, uneven: bool = False) -> dict[str, np.ndarray]:
     a = {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "micro_batch": plan.micro_batch,
          "interleave": plan.interleave, "zero_stage": plan.zero_stage, "sp": plan.sp,
-         "rc": memory.recompute_code(plan.recompute), "flash": plan.flash_attention}
+         "rc": memory.recompute_code(plan.recompute), "flash": plan.flash_attention,
+         "zero_shard": plan.shard_group}
     return iteration(ctx, {k: np.array([v]) for k, v in a.items()}, uneven=uneven)
 
 
@@ -133,6 +136,8 @@ def evaluate(
     uneven_layers: bool | None = None,
     allow_tp_across_nodes: bool = False,
     framework: str | Framework | None = None,
+    switches: Mapping[str, bool] | None = None,
+    reserve_gib: float | None = None,
 ) -> PlanResult:
     """Memory per GPU, iteration time and throughput of one plan.
 
@@ -158,6 +163,13 @@ def evaluate(
     framework
         A preset of :mod:`scaleout.plan.frameworks` (default: Megatron-Core): which
         collectives it issues, what it overlaps, which ZeRO stages it offers.
+    switches
+        The framework's mechanisms to turn off, e.g. ``{"grad_overlap": False}``
+        (:data:`~scaleout.plan.frameworks.SWITCHES`).
+    reserve_gib
+        The fixed memory a run keeps besides its tensors, GiB per GPU (default: the CUDA
+        context and NCCL's buffers of :data:`~scaleout.plan.step.RESERVE`, 1.75 GiB); the
+        allocator's share, the logits and ZeRO-3's gathered layers come on top.
 
     Raises
     ------
@@ -170,7 +182,8 @@ def evaluate(
     if not isinstance(plan, Plan):
         raise ValueError(f"plan must be a scaleout.plan.Plan, got {plan!r}")
     net = network if network is not None else default_network(gpu)
-    ctx = context(m, gpu, net, calibration, recipe, plan.seq_len, plan.global_batch, framework)
+    ctx = context(m, gpu, net, calibration, recipe, plan.seq_len, plan.global_batch, framework,
+                  switches, reserve_gib)
     layout.check(plan, layout.Facts.of(m, net.gpus_per_node, uneven_layers=uneven,
                                        allow_tp_across_nodes=allow_tp_across_nodes,
                                        relaxable=True, framework=ctx.framework))
@@ -192,6 +205,7 @@ def evaluate(
         hardware_tflops_per_gpu=float(thr["hardware_tflops"][0]),
         megatron_tflops_per_gpu=float(np.ravel(thr["megatron_tflops"])[0]),
         training_days=days, gpu_hours=hours, framework=ctx.framework.name,
+        framework_label=ctx.framework.label,
         stage_memory_bytes={"first": float(out["first_stage_bytes"][0]),
                             "last": float(out["last_stage_bytes"][0])},
     )

@@ -40,16 +40,30 @@ tp_overlap
 p2p_overlap
     Pipeline sends overlapped with compute (Megatron-Core ``overlap_p2p_comm``, Llama 3's
     asynchronous point-to-point): one micro-batch's sends stay on the critical path.
+hybrid_shard
+    Whether ZeRO may shard inside groups of data-parallel ranks and replicate across them
+    (a plan's ``zero_shard``): the sharded collectives then run inside a group, and the
+    gradients' shards are all-reduced across the groups.
+
+The overlaps and hybrid sharding are switches a user may turn off (:func:`framework`'s
+``switches``: what a run that disabled them would do); a switch the framework does not have
+cannot be turned on.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from ..checks import check_choice, close_matches
 from ..units import MIB
 
-__all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "Framework", "framework", "framework_names"]
+__all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "SWITCHES", "Framework", "framework",
+           "framework_names"]
+
+#: The switches a user may turn off (a framework's mechanisms that a run can disable).
+SWITCHES = ("grad_overlap", "param_gather_overlap", "tp_overlap", "p2p_overlap",
+            "hybrid_shard")
 
 
 @dataclass(frozen=True)
@@ -69,11 +83,43 @@ class Framework:
     max_zero_with_pp: int = 1
     tp_overlap: bool = False
     p2p_overlap: bool = False
+    hybrid_shard: bool = False
     sources: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_choice("collectives", self.collectives, ("nccl", "hierarchical"))
         check_choice("zero3_unit", self.zero3_unit, ("layer", "tensor"))
+
+    def with_switches(self, switches: Mapping[str, bool] | None) -> Framework:
+        """This preset with some of its :data:`SWITCHES` turned off (or left on).
+
+        Raises
+        ------
+        ValueError
+            An unknown switch, a value that is not a bool, or turning on a switch this
+            framework does not have.
+        """
+        if not switches:
+            return self
+        if not isinstance(switches, Mapping):
+            raise ValueError(f"switches must map switch names to True/False, got {switches!r}")
+        changes = {}
+        for name, value in switches.items():
+            check_choice("switch", name, SWITCHES)
+            if not isinstance(value, bool):
+                raise ValueError(f"switches[{name!r}] must be True or False, got {value!r}")
+            if value and not getattr(self, name):
+                have = [s for s in SWITCHES if getattr(self, s)]
+                raise ValueError(
+                    f"switches[{name!r}]=True: {self.name} has no {name.replace('_', ' ')} "
+                    f"to turn on; its switches that can be turned off: "
+                    f"{', '.join(have) or 'none'}")
+            if value != getattr(self, name):
+                changes[name] = value
+        if not changes:
+            return self
+        off = ", ".join(f"{k} off" for k in changes)
+        return replace(self, label=f"{self.label}, {off}", **changes)
 
 
 _MEGATRON_2021 = Framework(
@@ -108,8 +154,11 @@ _DEEPSPEED_2021 = Framework(
 _FSDP = Framework(
     "pytorch-fsdp", "PyTorch FSDP (FSDP1, 2022-23)",
     grad_bucket_bytes=25 * MIB, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
-    zero_stages=(0, 2, 3), max_zero_with_pp=0,
+    zero_stages=(0, 2, 3), max_zero_with_pp=0, hybrid_shard=True,
     sources={
+        "hybrid_shard": "ShardingStrategy.HYBRID_SHARD / _HYBRID_SHARD_ZERO2 (PyTorch 2.0+): "
+                        "shard within a node's group, replicate across (Zhao et al. 2023 "
+                        "Sec. 3.2.2)",
         "zero3_unit": "Zhao et al. 2023 (arXiv 2304.11277) Sec. 3: one FlatParameter per FSDP "
                       "unit, a transformer block under the usual auto-wrap policy",
         "zero3_prefetch": "backward_prefetch=BACKWARD_PRE and the CPU running ahead in forward "
@@ -123,7 +172,10 @@ _TORCHTITAN = Framework(
     "torchtitan", "torchtitan (FSDP2 + TP + PP, 2024-25)",
     grad_bucket_bytes=None, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
     zero_stages=(0, 2, 3), max_zero_with_pp=3, tp_overlap=False, p2p_overlap=False,
+    hybrid_shard=True,
     sources={
+        "hybrid_shard": "HSDP: data_parallel_replicate_degree x data_parallel_shard_degree "
+                        "(Liang et al. 2025 Sec. 2.1)",
         "zero3_unit": "Liang et al. 2025 (arXiv 2410.06511) Sec. 2.1: fully_shard per "
                       "TransformerBlock (FSDP2, per-parameter sharding)",
         "zero3_prefetch": "FSDP2's implicit prefetch of the next block in forward and backward",
@@ -137,8 +189,10 @@ _MEGATRON_CORE = Framework(
     "megatron-core", "Megatron-Core (2024-25)",
     grad_bucket_bytes=40e6 * 4, grad_overlap=True, param_gather_overlap=True,
     zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
-    tp_overlap=True, p2p_overlap=True,
+    tp_overlap=True, p2p_overlap=True, hybrid_shard=True,
     sources={
+        "hybrid_shard": "--num-distributed-optimizer-instances: the distributed optimizer "
+                        "sharded within each instance, gradients all-reduced across them",
         "grad_bucket_bytes": "megatron/core/distributed/distributed_data_parallel_config.py: "
                              "bucket_size default max(40,000,000, 1,000,000 x dp) parameters, "
                              "fp32 main grads",
@@ -161,8 +215,10 @@ def framework_names() -> list[str]:
     return list(FRAMEWORKS)
 
 
-def framework(spec: str | Framework | None) -> Framework:
-    """A preset by name (None: :data:`DEFAULT_FRAMEWORK`), or a :class:`Framework` as given.
+def framework(spec: str | Framework | None,
+              switches: Mapping[str, bool] | None = None) -> Framework:
+    """A preset by name (None: :data:`DEFAULT_FRAMEWORK`), or a :class:`Framework` as given,
+    with ``switches`` turned off where given (:meth:`Framework.with_switches`).
 
     Raises
     ------
@@ -170,12 +226,12 @@ def framework(spec: str | Framework | None) -> Framework:
         An unknown name, with the close ones and the list.
     """
     if isinstance(spec, Framework):
-        return spec
+        return spec.with_switches(switches)
     if spec is None:
-        return FRAMEWORKS[DEFAULT_FRAMEWORK]
+        return FRAMEWORKS[DEFAULT_FRAMEWORK].with_switches(switches)
     if not isinstance(spec, str) or spec not in FRAMEWORKS:
         near = close_matches(str(spec), FRAMEWORKS)
         hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
         raise ValueError(f"framework={spec!r} is not a preset{hint}; presets: "
                          f"{', '.join(FRAMEWORKS)}")
-    return FRAMEWORKS[spec]
+    return FRAMEWORKS[spec].with_switches(switches)

@@ -31,7 +31,9 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   weights gathered after the step, during the next forward where it overlaps; ZeRO-3's
   weights gathered unit by unit (layer or tensor) for every micro-batch's forward and backward,
   the next unit prefetched while the current one computes, and gradients reduce-scattered per
-  layer. Each call costs what NCCL's model predicts (:mod:`scaleout.nccl`), its latency
+  layer. Hybrid sharding (a plan's ``zero_shard``; Zhao et al. 2023 Sec. 3.2.2) runs those
+  collectives inside each shard group and all-reduces the gradients' shards across the
+  groups. Each call costs what NCCL's model predicts (:mod:`scaleout.nccl`), its latency
   included: a flat ring over many GPUs pays it at every step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
 """
@@ -44,7 +46,7 @@ import numpy as np
 
 from .. import catalog, compute, memory, pipeline
 from ..catalog import GPU, ModelSpec
-from ..checks import check_int
+from ..checks import check_int, check_positive
 from ..collectives import NodeNetwork
 from ..units import GIB
 from .calibration import DEFAULT_CALIBRATION, Calibration
@@ -116,26 +118,35 @@ class Context:
     collectives: CollectiveModel
     parts: dict[str, int]
     tensors: tuple[int, ...]
+    reserve_bytes: float = (RESERVE["context_gib"] + RESERVE["nccl_gib"]) * GIB
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
-            framework_spec=None) -> Context:
+            framework_spec=None, switches=None, reserve_gib=None) -> Context:
     """A :class:`Context`, every argument checked (defaults: the GPU's usual network, the
     shipped calibration, the model's sequence length, :data:`~scaleout.plan.frameworks.
-    DEFAULT_FRAMEWORK`)."""
+    DEFAULT_FRAMEWORK` with all its switches, :data:`RESERVE`'s CUDA context and NCCL
+    buffers as the fixed reserve)."""
     m = catalog.model(model)
     g = catalog.gpu(gpu)
     net = network if network is not None else default_network(g)
     if not isinstance(net, NodeNetwork):
         raise ValueError(f"network must be a scaleout.collectives.NodeNetwork, got {net!r}")
     cal = calibration if calibration is not None else DEFAULT_CALIBRATION
-    fw = framework(framework_spec)
+    fw = framework(framework_spec, switches)
+    fixed = (RESERVE["context_gib"] + RESERVE["nccl_gib"]) * GIB
+    if reserve_gib is not None:
+        fixed = check_positive("reserve_gib", reserve_gib, allow_zero=True) * GIB
+        if fixed >= g.hbm_bytes:
+            raise ValueError(f"reserve_gib={reserve_gib!r} leaves nothing of the "
+                             f"{g.hbm_gib:g} GiB of {g.name}; allowed: 0 <= reserve_gib < "
+                             f"{g.hbm_gib:g}")
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
     links = derated_links(net, cal.collective_efficiency)
     return Context(m, g, net, cal, memory.get_recipe(recipe), s,
                    check_int("global_batch", global_batch), fw,
                    collective_model(net, links, g, fw.collectives == "nccl"),
-                   memory.param_breakdown(m), memory.layer_tensors(m))
+                   memory.param_breakdown(m), memory.layer_tensors(m), fixed)
 
 
 @dataclass(frozen=True)
@@ -148,6 +159,7 @@ class _Shape:
     b: np.ndarray
     v: np.ndarray
     zero_stage: np.ndarray
+    shard: np.ndarray
     sp: np.ndarray
     rc: np.ndarray
     flash: np.ndarray
@@ -158,7 +170,9 @@ class _Shape:
 def _shape(ctx: Context, a: dict[str, np.ndarray]) -> _Shape:
     tp, pp, dp, b, v, zero_stage, rc = (np.asarray(a[k]) for k in (
         "tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "rc"))
-    return _Shape(tp, pp, dp, b, v, zero_stage, np.asarray(a["sp"], dtype=bool), rc,
+    shard = np.asarray(a.get("zero_shard", dp))
+    shard = np.where(shard == 0, dp, shard)
+    return _Shape(tp, pp, dp, b, v, zero_stage, shard, np.asarray(a["sp"], dtype=bool), rc,
                   np.asarray(a["flash"], dtype=bool), ctx.global_batch // (dp * b),
                   b * float(ctx.seq_len))
 
@@ -259,7 +273,7 @@ def memory_parts(ctx: Context, x: _Shape, st: dict[str, np.ndarray]) -> dict[str
         params = memory.stage_params_arrays(ctx.parts, m.n_layers, m.tied_embeddings, x.tp,
                                             x.pp, st["first_layers"], st["last_layers"],
                                             which=which)
-        w, g, o = memory.model_state_arrays(params, x.zero_stage, x.dp, ctx.recipe)
+        w, g, o = memory.model_state_arrays(params, x.zero_stage, x.shard, ctx.recipe)
         stage = 0 if which == "first" else x.pp - 1
         flight = np.where(x.pp > 1, pipeline.in_flight_arrays(x.pp, x.micro_batches, x.v,
                                                               stage), 1.0)
@@ -271,8 +285,7 @@ def memory_parts(ctx: Context, x: _Shape, st: dict[str, np.ndarray]) -> dict[str
         unit = ctx.parts["layers"] / m.n_layers / x.tp * ctx.recipe.weight_bytes
         extra = extra + np.where(x.zero_stage == 3, (fw.zero3_prefetch + 1) * unit, 0.0)
         held = w + g + o + a
-        reserve = ((RESERVE["context_gib"] + RESERVE["nccl_gib"]) * GIB
-                   + RESERVE["allocator_share"] * held + extra)
+        reserve = ctx.reserve_bytes + RESERVE["allocator_share"] * held + extra
         out[which] = (w, g, o, a, reserve, params, flight)
     first_total = sum(out["first"][:5])
     last_total = sum(out["last"][:5])
@@ -350,10 +363,22 @@ def data_parallel_parts(ctx: Context, x: _Shape, params: np.ndarray, c: dict[str
     issues them (see the module docstring)."""
     fw, gpn, rec = ctx.framework, ctx.network.gpus_per_node, ctx.recipe
     per_node_dp = dp_ranks_per_node(x.dp, np.maximum(1, gpn // np.minimum(x.tp, gpn)))
+    # hybrid sharding: shard groups of consecutive data-parallel ranks, replicas across them
+    per_node_shard = dp_ranks_per_node(x.shard, per_node_dp)
+    replicas = x.dp // x.shard
+    per_node_replica = dp_ranks_per_node(replicas, np.maximum(per_node_dp // per_node_shard, 1))
 
-    def coll(op: str, size: np.ndarray) -> np.ndarray:
-        return ctx.collectives.seconds(op, size, x.dp, per_node_dp,
+    def coll(op: str, size: np.ndarray, n=x.dp, per_node=per_node_dp) -> np.ndarray:
+        return ctx.collectives.seconds(op, size, n, per_node,
                                        node_aggregate=not fw.flat_dp_rings)
+
+    def sharded_coll(op: str, size: np.ndarray) -> np.ndarray:
+        """``op`` inside the shard group; a reduce-scatter's shard then all-reduced across
+        the replicas (nothing to add without hybrid sharding: one replica)."""
+        t = coll(op, size, x.shard, per_node_shard)
+        if op == "reduce_scatter":
+            t = t + coll("all_reduce", size / x.shard, replicas, per_node_replica)
+        return t
 
     grads = params * rec.grad_bytes
     weights = params * rec.weight_bytes
@@ -365,24 +390,24 @@ def data_parallel_parts(ctx: Context, x: _Shape, params: np.ndarray, c: dict[str
     gather_window = forward_window if fw.param_gather_overlap else None
 
     plain = _bucketed(lambda s: coll("all_reduce", s), grads, fw.grad_bucket_bytes, grad_window)
-    sharded = (_bucketed(lambda s: coll("reduce_scatter", s), grads, fw.grad_bucket_bytes,
-                         grad_window)
-               + _bucketed(lambda s: coll("all_gather", s), weights, fw.grad_bucket_bytes,
-                           gather_window))
+    sharded = (_bucketed(lambda s: sharded_coll("reduce_scatter", s), grads,
+                         fw.grad_bucket_bytes, grad_window)
+               + _bucketed(lambda s: sharded_coll("all_gather", s), weights,
+                           fw.grad_bucket_bytes, gather_window))
     # ZeRO-3 / FSDP: every micro-batch gathers each unit's weights before its forward and
     # its backward (once, kept for the backward, under pipelining) and reduce-scatters its
     # gradients; the rest of the stage (embedding, output layer) as one more unit
     layer_params = ctx.parts["layers"] / ctx.model.n_layers / x.tp
     if fw.zero3_unit == "tensor":
-        gather = sum(coll("all_gather", np.broadcast_to(n / x.tp * rec.weight_bytes,
-                                                        x.tp.shape).astype(float))
+        gather = sum(sharded_coll("all_gather", np.broadcast_to(n / x.tp * rec.weight_bytes,
+                                                                x.tp.shape).astype(float))
                      for n in ctx.tensors)
     else:
-        gather = coll("all_gather", layer_params * rec.weight_bytes)
-    scatter = coll("reduce_scatter", layer_params * rec.grad_bytes)
+        gather = sharded_coll("all_gather", layer_params * rec.weight_bytes)
+    scatter = sharded_coll("reduce_scatter", layer_params * rec.grad_bytes)
     rest = np.maximum(params - layers * layer_params, 0.0)
-    rest_s = coll("all_gather", rest * rec.weight_bytes) + coll("reduce_scatter",
-                                                                rest * rec.grad_bytes)
+    rest_s = (sharded_coll("all_gather", rest * rec.weight_bytes)
+              + sharded_coll("reduce_scatter", rest * rec.grad_bytes))
     gathers_back = np.where(x.pp > 1, 0.0, 1.0)  # resharded after forward only without PP
     c_f = per_layer / 3
     c_b = per_layer * 2 / 3
@@ -395,10 +420,10 @@ def data_parallel_parts(ctx: Context, x: _Shape, params: np.ndarray, c: dict[str
 
 def optimizer_parts(ctx: Context, x: _Shape, params: np.ndarray) -> dict[str, np.ndarray]:
     """Seconds of the Adam step: its state read and written once at HBM bandwidth, sharded
-    over ``dp`` from ZeRO stage 1."""
+    over the shard group (``dp`` without hybrid sharding) from ZeRO stage 1."""
     hbm = ctx.gpu.hbm_gbytes_s * 1e9
     return {"optimizer_s": params * ADAM_TRAFFIC_BYTES_PER_PARAM
-            / np.where(x.zero_stage >= 1, x.dp, 1) / hbm}
+            / np.where(x.zero_stage >= 1, x.shard, 1) / hbm}
 
 
 def iteration(ctx: Context, a: dict[str, np.ndarray], uneven: bool = False
@@ -406,7 +431,8 @@ def iteration(ctx: Context, a: dict[str, np.ndarray], uneven: bool = False
     """Memory per GPU and iteration time of many layouts at once.
 
     ``a`` holds arrays of ``tp``, ``pp``, ``dp``, ``micro_batch``, ``interleave``,
-    ``zero_stage``, ``sp``, ``rc`` (:func:`scaleout.memory.recompute_code`) and ``flash``.
+    ``zero_stage``, ``sp``, ``rc`` (:func:`scaleout.memory.recompute_code`) and ``flash``,
+    and may hold ``zero_shard`` (the shard group's size; ``dp`` where absent).
     Returns the parts of :func:`memory_parts` (``*_bytes``), the :data:`STEP_PARTS` as
     ``*_s`` summing to ``step_s``, ``micro_batches``, ``first_layers`` and ``last_layers``.
     """
