@@ -48,6 +48,9 @@ module         what it models                                         notebook
 ``costs``      two views never added: cloud (GPU-hours × price) and   10, 12, reports
                owned (amortised capital + facility energy)
 ``report``     papermill reports rendered to HTML; YAML sweeps        reports
+``lab``        real engines: a GPT sharded by JAX's SPMD compiler,    15
+               collectives and memory from compiled HLO against the
+               formulas; an MPI benchmark; calibrate from your logs
 ``widgets``    ipywidgets explorers (no model logic)                  00-12
 ``plotting``   matplotlib and SVG figures (no model logic)            00-12
 ``svgchart``   tiny SVG charts for fast widget redraws                00-12
@@ -69,14 +72,17 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "checks",
     "collectives",
     "compute",
+    "configs",
     "congestion",
     "costs",
     "data_parallel",
     "diagrams",
     "fabric",
     "glossary",
+    "lab",
     "layout",
     "memory",
+    "nccl",
     "optics",
     "parameters",
     "pipeline",

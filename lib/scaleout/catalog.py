@@ -31,6 +31,7 @@ __all__ = [
     "CUSTOM_VOCAB",
     "DATA_DIR",
     "GPU",
+    "GPU_ARCHITECTURES",
     "Entry",
     "Link",
     "ModelSpec",
@@ -59,6 +60,10 @@ __all__ = [
 
 #: Where the catalogs live (``<repo>/data``); the package is installed editable from ``lib/``.
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+
+
+#: GPU architectures the catalog knows (a GPU's ``architecture`` field).
+GPU_ARCHITECTURES = ("Volta", "Ampere", "Hopper", "Blackwell", "CDNA 3")
 
 
 def field_of(unit: str, doc: str, *, allow_zero: bool = False,
@@ -113,6 +118,10 @@ class GPU(Entry):
         "", "network port per GPU in the usual server, a name in links.toml; None if not "
         "recorded", default=None
     )
+    architecture: str = field_of("", "GPU architecture (NVIDIA Volta, Ampere, Hopper, "
+                                 "Blackwell; AMD CDNA 3): which of NCCL's tuning constants "
+                                 "apply", default="", choices=("", *GPU_ARCHITECTURES))
+
     @property
     def hbm_bytes(self) -> float:
         """HBM capacity in bytes."""
@@ -155,7 +164,6 @@ class ModelSpec(Entry):
     params_published: float | None = field_of(
         "parameters", "parameter count stated by the source", default=None
     )
-
     def __post_init__(self) -> None:
         super().__post_init__()
         kv = self.n_kv_heads if self.n_kv_heads is not None else self.n_heads

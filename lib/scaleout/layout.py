@@ -59,7 +59,10 @@ class Plan:
 
     ``global_batch`` is in sequences (default ``dp × micro_batch``); ``interleave`` is ``v``,
     model chunks per GPU (1: plain 1F1B); ``recompute`` one of :data:`RECOMPUTE_MODES`;
-    ``seq_len`` defaults to the model's.
+    ``seq_len`` defaults to the model's. ``zero_shard`` is the size of ZeRO's shard groups:
+    model state is sharded over that many data-parallel ranks and replicated across the
+    ``dp / zero_shard`` groups (hybrid sharding: PyTorch FSDP's ``HYBRID_SHARD``, torchtitan's
+    HSDP, Megatron-Core's distributed-optimizer instances); None shards over all ``dp``.
     """
 
     tp: int = 1
@@ -73,6 +76,7 @@ class Plan:
     interleave: int = 1
     flash_attention: bool = False
     seq_len: int | None = None
+    zero_shard: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "micro_batch", "interleave"):
@@ -86,7 +90,17 @@ class Plan:
         check_bool("flash_attention", self.flash_attention)
         if self.seq_len is not None:
             object.__setattr__(self, "seq_len", check_int("seq_len", self.seq_len))
-        check(self, Facts(), only=("batch",))
+        if self.zero_shard is not None:
+            object.__setattr__(self, "zero_shard", check_int("zero_shard", self.zero_shard))
+            if self.zero_shard == self.dp:
+                object.__setattr__(self, "zero_shard", None)  # the same plan as plain ZeRO
+        check(self, Facts(), only=("batch", "zero_shard_divides", "zero_shard_needs_zero"))
+
+    @property
+    def shard_group(self) -> int:
+        """Data-parallel ranks that share one copy of the model state (``zero_shard`` or
+        ``dp``)."""
+        return self.zero_shard if self.zero_shard is not None else self.dp
 
     @property
     def n_gpus(self) -> int:
@@ -105,21 +119,26 @@ class Plan:
         if self.interleave > 1:
             parts.append(f"v={self.interleave}")
         if self.zero_stage:
-            parts.append(f"ZeRO-{self.zero_stage}")
+            parts.append(f"ZeRO-{self.zero_stage}" + (
+                f" in groups of {self.zero_shard} (hybrid)" if self.zero_shard else ""))
         if self.sp:
             parts.append("SP")
         parts.append(f"recompute {self.recompute}")
         return ", ".join(parts)
 
 
-#: The fields of a layout as arrays (one entry per layout), as the search holds them.
-FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute")
+#: The fields of a layout as arrays (one entry per layout), as the search holds them
+#: (``zero_shard`` as the shard group's size: ``dp`` where the plan shards over all of it).
+FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute",
+          "zero_shard")
 
 
 def plan_arrays(plans: Iterable[Plan]) -> dict[str, np.ndarray]:
     """Layouts as arrays of :data:`FIELDS` plus ``global_batch`` (``recompute`` as names)."""
     plans = list(plans)
-    out = {name: np.array([getattr(p, name) for p in plans]) for name in FIELDS}
+    out = {name: np.array([getattr(p, name) for p in plans]) for name in FIELDS
+           if name != "zero_shard"}
+    out["zero_shard"] = np.array([p.shard_group for p in plans])
     out["global_batch"] = np.array([p.global_batch for p in plans])
     return out
 
@@ -142,19 +161,29 @@ class Facts:
     uneven_layers: bool = False
     allow_tp_across_nodes: bool = False
     relaxable: bool = False
+    framework: str = ""
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    max_zero_with_pp: int = 1
+    hybrid_shard: bool = True
 
     @classmethod
     def of(cls, model, gpus_per_node: int | None = None, *, uneven_layers: bool = False,
-           allow_tp_across_nodes: bool = False, relaxable: bool = False) -> Facts:
-        """The facts of a :class:`~scaleout.catalog.ModelSpec` (and a node size).
+           allow_tp_across_nodes: bool = False, relaxable: bool = False,
+           framework=None) -> Facts:
+        """The facts of a :class:`~scaleout.catalog.ModelSpec` (and a node size, and the
+        framework whose ZeRO rules apply: a :class:`scaleout.plan.frameworks.Framework`).
 
         ``relaxable``: the caller offers ``uneven_layers`` and ``allow_tp_across_nodes``
         (the planner does), so messages may suggest them.
         """
+        zero = {} if framework is None else {
+            "framework": framework.name, "zero_stages": tuple(framework.zero_stages),
+            "max_zero_with_pp": framework.max_zero_with_pp,
+            "hybrid_shard": framework.hybrid_shard}
         return cls(model.name, model.n_heads, model.kv_heads, model.n_layers, gpus_per_node,
                    check_bool("uneven_layers", uneven_layers),
                    check_bool("allow_tp_across_nodes", allow_tp_across_nodes),
-                   check_bool("relaxable", relaxable))
+                   check_bool("relaxable", relaxable), **zero)
 
 
 def allowed_divisors(total: int, limit: int = 12) -> str:
@@ -164,6 +193,12 @@ def allowed_divisors(total: int, limit: int = 12) -> str:
     options = divisors(int(total))
     shown = options if len(options) <= limit else [*options[: limit - 1], "...", options[-1]]
     return ", ".join(map(str, shown))
+
+
+def _shard(a):
+    """The shard group's size of arrays of layouts (``dp`` where ``zero_shard`` is absent)."""
+    shard = a.get("zero_shard")
+    return a["dp"] if shard is None else np.where(shard == 0, a["dp"], shard)
 
 
 def _layers_per_stage(facts: Facts, pp):
@@ -192,9 +227,17 @@ class Rule:
 
 
 def _batch_message(r: Mapping[str, int], f: Facts) -> str:
-    per = r["dp"] * r["micro_batch"]
-    return (f"global_batch={r['global_batch']} must be a multiple of dp × micro_batch = "
-            f"{r['dp']} × {r['micro_batch']} = {per}")
+    """The batch rule's sentence, with the nearest batches that work and the dp sizes that do."""
+    from .checks import divisors
+
+    batch, dp, mb = r["global_batch"], r["dp"], r["micro_batch"]
+    per = dp * mb
+    below, above = batch // per * per, (batch // per + 1) * per
+    near = " or ".join(f"{x:,}" for x in (below, above) if x > 0)
+    dps = [d for d in divisors(batch // mb) if abs(d - dp) <= dp] if batch % mb == 0 else []
+    alt = f"; or dp in {', '.join(map(str, dps[:8]))}" if dps else ""
+    return (f"global_batch={batch} must be a multiple of dp × micro_batch = "
+            f"{dp} × {mb} = {per}: the nearest batches that are: {near}{alt}")
 
 
 RULES: tuple[Rule, ...] = (
@@ -245,17 +288,44 @@ RULES: tuple[Rule, ...] = (
                        f"{r['global_batch'] // (r['dp'] * r['micro_batch'])} micro-batches to "
                        f"be a multiple of pp={r['pp']}"),
          "Megatron-LM's interleaved 1F1B schedule"),
+    Rule("zero_offered", (),
+         lambda a, f: np.isin(a["zero_stage"], f.zero_stages),
+         lambda r, f: (f"zero_stage={r['zero_stage']} is not offered by "
+                       f"{f.framework or 'this framework'}; it offers "
+                       f"{', '.join(map(str, f.zero_stages))}"),
+         "each framework's sharding options (scaleout.plan.frameworks)"),
     Rule("zero_pipeline", (),
-         lambda a, f: (a["zero_stage"] < 2) | (a["pp"] == 1),
-         lambda r, f: (f"zero_stage={r['zero_stage']} cannot be combined with pp={r['pp']}: "
-                       "ZeRO stages 2 and 3 are incompatible with pipeline parallelism "
-                       "(DeepSpeed); use zero_stage 0 or 1"),
-         "DeepSpeed's pipeline engine"),
+         lambda a, f: (a["zero_stage"] <= f.max_zero_with_pp) | (a["pp"] == 1),
+         lambda r, f: (f"zero_stage={r['zero_stage']} cannot be combined with pp={r['pp']} in "
+                       f"{f.framework or 'DeepSpeed'}: it combines pipelining with ZeRO stage "
+                       f"{f.max_zero_with_pp} at most"
+                       + (" (DeepSpeed: ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+                          "parallelism; FSDP2 in torchtitan and Llama 3's sharded data "
+                          "parallelism do combine them)" if f.max_zero_with_pp < 2 else "")),
+         "DeepSpeed's pipeline engine; torchtitan (FSDP2 + PP)"),
     Rule("sp_needs_tp", (),
          lambda a, f: ~a["sp"].astype(bool) | (a["tp"] > 1),
          lambda r, f: "sp=True (sequence parallelism) needs tp > 1",
          "sequence parallelism splits what tensor parallelism replicates (Korthikanti et al. "
          "2022, Sec. 4.2.2)"),
+    Rule("zero_shard_divides", (),
+         lambda a, f: a["dp"] % _shard(a) == 0,
+         lambda r, f: (f"zero_shard={r['zero_shard']} must divide dp={r['dp']}; allowed: "
+                       f"{allowed_divisors(r['dp'])}"),
+         "hybrid sharding splits the data-parallel ranks into equal shard groups"),
+    Rule("zero_shard_needs_zero", (),
+         lambda a, f: (_shard(a) == a["dp"]) | (a["zero_stage"] >= 1),
+         lambda r, f: (f"zero_shard={r['zero_shard']} shards model state, but zero_stage=0: "
+                       "use zero_stage 1, 2 or 3, or leave zero_shard unset"),
+         "only ZeRO shards model state; plain data parallelism replicates all of it"),
+    Rule("zero_shard_offered", (),
+         lambda a, f: f.hybrid_shard | (_shard(a) == a["dp"]),
+         lambda r, f: (f"zero_shard={r['zero_shard']} (hybrid sharding) is not offered by "
+                       f"{f.framework or 'this framework'}: it shards over the whole "
+                       "data-parallel group; PyTorch FSDP, torchtitan and Megatron-Core offer "
+                       "hybrid sharding"),
+         "PyTorch FSDP ShardingStrategy.HYBRID_SHARD; torchtitan HSDP; Megatron-Core "
+         "--num-distributed-optimizer-instances"),
     Rule("zero_needs_dp", (),
          lambda a, f: (a["zero_stage"] == 0) | (a["dp"] > 1),
          lambda r, f: (f"zero_stage={r['zero_stage']} shards over data-parallel copies, but "
@@ -299,7 +369,8 @@ def valid(a: Mapping[str, object], facts: Facts, only: Sequence[str] | None = No
 
 def check(plan: Plan, facts: Facts, only: Sequence[str] | None = None) -> None:
     """Raise the sentence of the first rule ``plan`` breaks (``ValueError``)."""
-    row = {name: getattr(plan, name) for name in FIELDS}
+    row = {name: getattr(plan, name) for name in FIELDS if name != "zero_shard"}
+    row["zero_shard"] = plan.shard_group
     row["global_batch"] = plan.global_batch
     row["sp"] = bool(plan.sp)
     arrays = {k: np.array([v]) for k, v in row.items()}

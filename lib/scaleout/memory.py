@@ -46,6 +46,7 @@ __all__ = [
     "activation_modes",
     "activation_per_layer_arrays",
     "get_recipe",
+    "layer_tensors",
     "megatron_param_count",
     "model_state_arrays",
     "model_state_breakdown",
@@ -97,6 +98,28 @@ def param_breakdown(model: str | ModelSpec) -> dict[str, int]:
     }
     parts["total"] = sum(parts.values())
     return parts
+
+
+def layer_tensors(model: str | ModelSpec) -> tuple[int, ...]:
+    """Parameters of each tensor of one transformer layer, in the order a forward pass uses them.
+
+    The tensors :func:`param_breakdown`'s per-layer count adds up: the first norm (weight, and
+    bias with LayerNorm), Q/K/V (one fused matrix, ``h (h + 2 h_kv)``, and its bias), the
+    attention output (``h h`` and bias), the second norm, the MLP's up projection (``h f``, or
+    ``2 h f`` gated, fused as Megatron does, and bias) and its down projection (``f h`` and
+    bias). A framework that gathers parameters tensor by tensor (DeepSpeed's ZeRO-3 of 2021)
+    issues one collective per entry.
+    """
+    m = catalog.model(model)
+    h, f = m.hidden, m.ffn
+    h_kv = m.kv_heads * m.head_dim
+    norm = (h, h) if m.biases else (h,)
+    out: list[int] = [*norm, h * (h + 2 * h_kv)]
+    out += [h + 2 * h_kv] if m.biases else []
+    out += [h * h] + ([h] if m.biases else []) + list(norm)
+    out += [(2 if m.gated_mlp else 1) * h * f] + ([f] if m.biases else [])
+    out += [f * h] + ([h] if m.biases else [])
+    return tuple(out)
 
 
 def param_count(model: str | ModelSpec) -> int:
@@ -458,21 +481,25 @@ class MemoryBreakdown:
 
 
 def stage_params_arrays(parts: dict[str, int], n_layers: int, tied: bool, tp, pp,
-                        stage_layers=None):
-    """Parameters per GPU of the busiest stage (array-friendly kernel of :func:`stage_params`;
+                        stage_layers=None, last_layers=None, *, which: str = "busiest"):
+    """Parameters per GPU of a pipeline stage (array-friendly kernel of :func:`stage_params`;
     ``parts`` from :func:`param_breakdown`).
 
-    ``stage_layers`` is the number of layers on that stage (default ``n_layers / pp``;
-    an uneven split passes ``ceil(n_layers / pp)``).
+    ``stage_layers`` is the number of layers on the first stage (default ``n_layers / pp``)
+    and ``last_layers`` on the last (default the same; an uneven split gives them fewer).
+    ``which``: ``"first"`` (layers, embedding, learned positions), ``"last"`` (layers, final
+    norm, output layer), or ``"busiest"`` (the larger; one stage holds everything at pp = 1).
     """
     tp, pp = np.asarray(tp, dtype=float), np.asarray(pp, dtype=float)
     stage_layers = n_layers / pp if stage_layers is None else np.asarray(stage_layers)
-    layers = parts["layers"] * stage_layers / n_layers
-    first = layers + parts["embedding"] + parts["positions"]
+    last_layers = stage_layers if last_layers is None else np.asarray(last_layers)
+    per_layer = parts["layers"] / n_layers
+    first = per_layer * stage_layers + parts["embedding"] + parts["positions"]
     head = parts["output"] if not tied else np.where(pp > 1, parts["embedding"], 0)
-    last = layers + parts["final_norm"] + head
+    last = per_layer * last_layers + parts["final_norm"] + head
     single = first + parts["final_norm"] + parts["output"]
-    return np.where(pp == 1, single, np.maximum(first, last)) / tp
+    picked = {"first": first, "last": last, "busiest": np.maximum(first, last)}[which]
+    return np.where(pp == 1, single, picked) / tp
 
 
 def stage_params(model: str | ModelSpec, tp: int = 1, pp: int = 1) -> float:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import checks
@@ -316,6 +317,18 @@ def _figures(*units: str) -> Callable[[], list[str]]:
     return names
 
 
+def _frameworks() -> list[str]:
+    from .plan import frameworks
+
+    return frameworks.framework_names()
+
+
+def _mpi_algorithms() -> list[str]:
+    from .lab import mpibench
+
+    return list(mpibench.OMPI_ALGORITHMS)
+
+
 def _log_names() -> list[str]:
     from . import calibration
 
@@ -475,14 +488,35 @@ def _agree_12(p: dict[str, Any]) -> None:
                               planes=p["planes"], optics_choice=p["optics_choice"])
 
 
+def _agree_15(p: dict[str, Any]) -> None:
+    from .lab import mpibench, shardings
+    from .lab.model import LabModel
+
+    dims = dict(n_layers=p["n_layers"], hidden=p["hidden"], n_heads=p["n_heads"],
+                vocab=p["vocab"], seq_len=p["seq_len"], batch=p["batch"])
+    model, moe = LabModel(**dims), LabModel(**dims, n_experts=p["n_experts"])
+    n = p["n_devices"]
+    for name, mesh in (("dp", (p["dp"], 1)), ("zero3", (p["dp"], 1)), ("tp", (1, p["tp"])),
+                       ("sp", (1, p["tp"])), ("tp_dp", p["tp_dp_mesh"])):
+        shardings.check_layout(model, name, mesh, n)
+    shardings.check_layout(moe, "ep", (p["dp"], 1), n)
+    for name in p["mpi_algorithms"]:
+        checks.check_choice("mpi_algorithms", name, mpibench.OMPI_ALGORITHMS)
+    mpibench.message_sizes(8, p["mpi_max_bytes"], 4)
+
+
 def _agree_cluster_plan(p: dict[str, Any]) -> None:
     from . import synthesis
+    from .report import REPORTS_DIR
 
     if p["model_name"] == "custom":
         for name in ("custom_layers", "custom_hidden", "custom_heads", "custom_vocab"):
             checks.check_int(name, p[name])
         checks.check_divides("custom_heads", p["custom_heads"], "custom_hidden",
                              p["custom_hidden"])
+    # a measured network named relative to the report's folder, where its kernel runs
+    if p["network_file"] and not Path(p["network_file"]).is_absolute():
+        p = {**p, "network_file": str((REPORTS_DIR / p["network_file"]).resolve())}
     # the report's whole cluster (tens of milliseconds): a cluster no layout can use, a model
     # that fits nowhere, a fabric that cannot be built, is refused here, not half-way through
     synthesis.report_cluster(p)
@@ -610,6 +644,18 @@ SPECS: dict[str, Spec] = {
         "module_price": Number(0.0, 1e6), "lifetime_years": Number(0.1, 50.0),
         "price_per_kwh": Number(0.0, 100.0),
     }, _agree_12),
+    "15_measure_it_yourself": Spec({
+        "n_devices": Int(1, 64), "n_layers": Int(1, 16), "hidden": Int(8, 1024, step=8),
+        "n_heads": Int(1, 64), "vocab": Int(16, 65_536), "seq_len": Int(4, 4096),
+        "batch": Int(1, 256), "n_experts": Int(1, 64), "dp": Int(1, 64), "tp": Int(1, 64),
+        "tp_dp_mesh": Text(max_len=16, empty=False, doc="data × model devices, e.g. 2x4"),
+        "loss_steps": Int(1, 20), "run_mpi": Flag(), "mpi_ranks": Int(2, 64),
+        "mpi_algorithms": ListOf(Choice(_mpi_algorithms), 1, 6, unique=True),
+        "mpi_max_bytes": Int(8, 2**30), "mpi_timeout_s": Number(1.0, 3600.0),
+        "log_names": ListOf(Choice(_log_names), 1, 6, unique=True),
+        "plan_model": MODEL, "plan_gpu": GPU, "plan_gpus": Int(1, MAX_GPUS),
+        "plan_batch": Int(1, 10**7),
+    }, _agree_15),
     "reports/cluster_plan": Spec({
         "model_name": Choice(lambda: [*_models(), "custom"]),
         "custom_layers": Int(0, 10**6), "custom_hidden": Int(0, 10**6),
@@ -617,6 +663,7 @@ SPECS: dict[str, Spec] = {
         "seq_len": Int(0, 1_048_576), "tokens": Number(1e6, 1e15, open_low=True),
         "gpu_name": GPU, "n_gpus": Int(1, MAX_GPUS), "gpus_per_node": Int(0, 1024),
         "global_batch": Int(1, 10**7), "flash_attention": Flag(), "uneven_layers": Flag(),
+        "framework": Choice(_frameworks), "network_file": Text(max_len=4096),
         "network_name": OPTIONAL_PORT, "planes": Int(1, 64),
         "oversubscription": Number(1.0, 64.0), "switch_name": Choice(_switches, empty=True),
         "optics_choice": Choice(_optics_choices), "storage_gbytes_s": Number(0.0, 1e7),

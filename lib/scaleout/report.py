@@ -400,6 +400,9 @@ def check_parameters(path: Path | str, params: Mapping[str, Any]) -> dict[str, A
         if isinstance(rules.get(name), parameters.Number) and isinstance(default, int):
             default = float(default)  # "400" in the cell, but any number is meant
         out[name] = plain_value(name, value, default)
+        if name.endswith("_file") and isinstance(out[name], str) and out[name]:
+            # the kernel runs in the notebook's folder: a file is named from where we are
+            out[name] = str(Path(out[name]).expanduser().resolve())
     if rules:
         parameters.check(key, {**defaults, **out})
     return out

@@ -45,6 +45,7 @@ from .checks import (
     check_int,
     check_positive,
 )
+from .collectives import NodeNetwork
 
 __all__ = [
     "DEFAULT_SEMANTICS_LINKS",
@@ -491,7 +492,7 @@ def _domain_size(value, name: str = "domain_sizes") -> int:
 def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_batch: int,
                     domain_sizes: Iterable[int | str] = (8, 72), *, tokens: float | None = None,
                     inter: str | None = None, nested: bool = True,
-                    **search_kw) -> DomainComparison:
+                    network: NodeNetwork | None = None, **search_kw) -> DomainComparison:
     """For each scale-up domain size, the planner's best plan, its step time and training days.
 
     Each size ``d`` runs :func:`scaleout.plan.search` with ``gpus_per_node=d`` (the GPU's
@@ -519,8 +520,13 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
         GPUs per scale-up domain (or catalog domain names, ``"GB200 NVL72"``).
     tokens
         A token budget: fills ``training_days``.
+    network
+        A measured :class:`~scaleout.collectives.NodeNetwork` (``scaleout.lab.calibrate``):
+        its links for every domain size instead of the datasheet's (``inter`` is then
+        ignored for the step time).
     search_kw
-        Passed to :func:`scaleout.plan.search` (``zero_stages``, ``max_micro_batch``, ...).
+        Passed to :func:`scaleout.plan.search` (``zero_stages``, ``max_micro_batch``,
+        ``calibration``, ...).
 
     Raises
     ------
@@ -546,8 +552,9 @@ def compare_domains(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_
                           f"({n / d:.2f} domains)")
             continue
         try:
-            network = plan.default_network(g, d, inter)
-            found = plan.search(m, g, n, B, network, tokens=tokens, **search_kw)
+            fab = (plan.default_network(g, d, inter) if network is None
+                   else dataclasses.replace(network, gpus_per_node=d))
+            found = plan.search(m, g, n, B, fab, tokens=tokens, **search_kw)
         except plan.NoPlanError as exc:
             skipped[d] = str(exc)
             continue
@@ -883,16 +890,29 @@ def report_cluster(p: Mapping[str, Any]) -> ClusterPlan:
     One function for the report's notebook and for the check that ``./workbook report``
     runs before a kernel starts (:mod:`scaleout.parameters`), so both compute the same
     cluster: :func:`cluster_plan` with the report's options (0 or "" meaning "the usual").
+    A ``network_file`` (``./workbook calibrate``, read as data) replaces the datasheet links of
+    the step-time model with the measured ones; a ``framework`` names the preset assumed.
     """
     model = report_model(p)
+    options: dict[str, Any] = {}
+    gpus_per_node = p["gpus_per_node"] or None
+    if p.get("network_file"):
+        from .lab import calibrate
+
+        measured = calibrate.load_network(p["network_file"])
+        gpus_per_node = gpus_per_node or measured.gpus_per_node
+        options.update(network=measured.fabric(p["gpu_name"], gpus_per_node),
+                       calibration=measured.plan_calibration())
+    if p.get("framework"):
+        options["framework"] = p["framework"]
     return cluster_plan(
         model, p["gpu_name"], p["n_gpus"], p["global_batch"], p["tokens"],
-        gpus_per_node=p["gpus_per_node"] or None, inter=p["network_name"] or None,
+        gpus_per_node=gpus_per_node, inter=p["network_name"] or None,
         planes=p["planes"], oversubscription=p["oversubscription"],
         switch=p["switch_name"] or None, optics_choice=p["optics_choice"],
         storage_gbytes_s=p["storage_gbytes_s"] or None, study=p["failure_study"],
         seq_len=p["seq_len"] or model.seq_len, flash_attention=bool(p["flash_attention"]),
-        uneven_layers=bool(p["uneven_layers"]))
+        uneven_layers=bool(p["uneven_layers"]), **options)
 
 
 def design_cluster(model: str | ModelSpec, gpu: str | GPU, tokens: float, deadline_days: float,

@@ -44,6 +44,9 @@ CONTROLS: dict[str, tuple[str, str, tuple[str, str]]] = {
     "10_optical_modules.ipynb": ("technology", "select", ("DSP", "LPO")),
     "11_fault_tolerance.ipynb": ("interval_min", "slider", ("ArrowRight", "ArrowLeft")),
     "12_scale_up_vs_scale_out.ipynb": ("domain", "select", (None, None)),
+    # two layouts the notebook has compiled already (a new one compiles for seconds first)
+    "15_measure_it_yourself.ipynb": ("sharding", "select", (
+        "sp: Megatron tensor + sequence parallel", "tp: Megatron tensor parallel")),
 }
 
 # In the page: resolve when the figure's src changes, with the time since the input.

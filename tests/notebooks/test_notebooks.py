@@ -114,6 +114,19 @@ def test_committed_without_outputs(path: Path) -> None:
 
 
 @each_notebook
+def test_cells_have_unique_ids_and_the_file_validates(path: Path) -> None:
+    """nbformat 4.5 cells carry ids (Jupyter warns, and will refuse, without them)."""
+    import json
+
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    missing = [i for i, cell in enumerate(raw["cells"]) if "id" not in cell]
+    assert not missing, f"cells {missing} have no id; run nbformat.validator.normalize"
+    ids = [cell["id"] for cell in raw["cells"]]
+    assert len(set(ids)) == len(ids), "cell ids repeat"
+    nbformat.validate(nbformat.reads(path.read_text(encoding="utf-8"), as_version=4))
+
+
+@each_notebook
 def test_last_code_cell_has_self_checks(path: Path) -> None:
     last = code_cells(read(path))[-1].source
     assert re.search(r"^\s*assert\b", last, re.MULTILINE), \

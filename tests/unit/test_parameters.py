@@ -53,8 +53,9 @@ def test_rules_name_exactly_the_parameters_cell(key):
 
 @pytest.mark.parametrize("key", NOTEBOOKS)
 def test_defaults_and_every_listed_set_pass(key):
+    """As papermill runs them (files named from the notebook's folder, its kernel's)."""
     for changes in [{}, *SETS.get(key, [])]:
-        report.check_parameters(report.NOTEBOOKS_DIR / f"{key}.ipynb", changes)
+        parameters.check(key, {**_defaults(key), **changes})
 
 
 def test_an_unknown_notebook_suggests_close_names():

@@ -55,12 +55,14 @@ The package
 -----------
 =================  ==========================================================
 ``calibration``    :class:`Calibration`, the four fitted efficiencies
+``frameworks``     presets: what Megatron, DeepSpeed, FSDP, torchtitan issue and overlap
 ``network``        :func:`default_network`; derated links; cached collective costs
 ``step``           the model of one iteration, part by part (:func:`step.iteration`)
 ``evaluate``       one plan: :func:`evaluate`, :class:`PlanResult`
 ``search``         every valid plan at once: :func:`search`, :class:`SearchResult`
 ``explain``        why the best plan wins, in sentences
-``validation``     the published measurements, :func:`validate`, :func:`fit_calibration`
+``published``      published training runs as cases (model, layout, framework, quantity)
+``validation``     :func:`validate`, :func:`fit_calibration`, :func:`cross_validation`
 =================  ==========================================================
 
 Taught in ``notebooks/08_3d_parallelism_planner.ipynb``.
@@ -72,11 +74,21 @@ from ..layout import RECOMPUTE_MODES, Plan
 from .calibration import DEFAULT_CALIBRATION, Calibration
 from .evaluate import PlanResult, evaluate, plan_from_arrays
 from .explain import PART_WORDS, explain
+from .frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, Framework, framework, framework_names
 from .network import default_network
 from .search import PLAN_FIELDS, NoPlanError, SearchResult, search
-from .step import ACTIVATION_BYTES, ADAM_TRAFFIC_BYTES_PER_PARAM, MEMORY_PARTS, STEP_PARTS
+from .step import (
+    ACTIVATION_BYTES,
+    ADAM_TRAFFIC_BYTES_PER_PARAM,
+    MEMORY_PARTS,
+    RESERVE,
+    STEP_PARTS,
+    TIGHT_SHARE,
+)
 from .validation import (
+    CrossValidation,
     ValidationRow,
+    cross_validation,
     fit_calibration,
     validate,
     validation_summary,
@@ -87,21 +99,30 @@ __all__ = [
     "ACTIVATION_BYTES",
     "ADAM_TRAFFIC_BYTES_PER_PARAM",
     "DEFAULT_CALIBRATION",
+    "DEFAULT_FRAMEWORK",
+    "FRAMEWORKS",
     "MEMORY_PARTS",
     "PART_WORDS",
     "PLAN_FIELDS",
     "RECOMPUTE_MODES",
+    "RESERVE",
     "STEP_PARTS",
+    "TIGHT_SHARE",
     "Calibration",
+    "CrossValidation",
+    "Framework",
     "NoPlanError",
     "Plan",
     "PlanResult",
     "SearchResult",
     "ValidationRow",
+    "cross_validation",
     "default_network",
     "evaluate",
     "explain",
     "fit_calibration",
+    "framework",
+    "framework_names",
     "plan_from_arrays",
     "search",
     "validate",

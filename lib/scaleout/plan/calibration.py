@@ -33,13 +33,14 @@ class Calibration:
         Where the numbers come from.
     """
 
-    gemm_efficiency: float = 0.76
+    gemm_efficiency: float = 0.74
     gemm_half_dim: float = 50.0
     nonmatmul_traffic: float = 8.0
-    collective_efficiency: float = 0.7
+    collective_efficiency: float = 0.9
     dp_overlap: float = 0.0
-    source: str = ("fitted by scaleout.plan.fit_calibration() to Korthikanti et al. 2022 "
-                   "Table 5 and Narayanan et al. 2021 Table 1 (A100 80GB, Selene)")
+    source: str = ("fitted by scaleout.plan.fit_calibration() to the training sources, "
+                   "Korthikanti et al. 2022 Table 5 and Narayanan et al. 2021 Table 1 "
+                   "(Megatron-LM on A100); every other published source is held out")
 
     def __post_init__(self) -> None:
         check_range("gemm_efficiency", self.gemm_efficiency, 0.01, 1.0)

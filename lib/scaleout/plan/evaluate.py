@@ -14,8 +14,9 @@ from ..collectives import NodeNetwork
 from ..layout import RECOMPUTE_MODES, Plan
 from ..units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from .calibration import Calibration
+from .frameworks import Framework
 from .network import default_network
-from .step import MEMORY_PARTS, STEP_PARTS, Context, context, iteration
+from .step import MEMORY_PARTS, STEP_PARTS, TIGHT_SHARE, Context, context, iteration
 
 __all__ = ["PlanResult", "evaluate", "plan_from_arrays", "throughput"]
 
@@ -24,8 +25,10 @@ __all__ = ["PlanResult", "evaluate", "plan_from_arrays", "throughput"]
 class PlanResult:
     """One plan evaluated: memory per GPU (bytes), time per iteration (seconds), throughput.
 
-    ``memory`` maps :data:`~scaleout.plan.MEMORY_PARTS` to bytes, ``step`` maps
-    :data:`~scaleout.plan.STEP_PARTS` to seconds.
+    ``memory`` maps :data:`~scaleout.plan.MEMORY_PARTS` to bytes (the busier of the first and
+    last pipeline stage, ``reserve`` included), ``step`` maps
+    :data:`~scaleout.plan.STEP_PARTS` to seconds; ``stage_memory_bytes`` gives the first and
+    the last stage; ``framework`` names the preset whose collectives and overlaps were assumed.
     """
 
     plan: Plan
@@ -42,6 +45,9 @@ class PlanResult:
     megatron_tflops_per_gpu: float
     training_days: float | None = None
     gpu_hours: float | None = None
+    framework: str = ""
+    stage_memory_bytes: dict[str, float] | None = None
+    framework_label: str = ""
 
     @property
     def memory_bytes(self) -> float:
@@ -52,6 +58,17 @@ class PlanResult:
     def fits(self) -> bool:
         """Whether the busiest GPU's memory is within its HBM."""
         return self.memory_bytes <= self.capacity_bytes
+
+    @property
+    def headroom_gib(self) -> float:
+        """GiB left on the busiest GPU (negative when it does not fit)."""
+        return (self.capacity_bytes - self.memory_bytes) / GIB
+
+    @property
+    def tight(self) -> bool:
+        """Whether the busiest GPU fills more than :data:`~scaleout.plan.step.TIGHT_SHARE`
+        of its HBM: peaks and fragmentation the model does not see may push it over."""
+        return self.memory_bytes > TIGHT_SHARE * self.capacity_bytes
 
     @property
     def shortfall_gib(self) -> float:
@@ -78,13 +95,15 @@ def plan_from_arrays(a: Mapping[str, np.ndarray], i: int, *, global_batch: int,
                 micro_batch=int(a["micro_batch"][i]), global_batch=global_batch,
                 zero_stage=int(a["zero_stage"][i]), sp=bool(a["sp"][i]),
                 recompute=str(a["recompute"][i]), interleave=int(a["interleave"][i]),
-                flash_attention=bool(a["flash"][i]), seq_len=seq_len)
+                flash_attention=bool(a["flash"][i]), seq_len=seq_len,
+                zero_shard=int(a["zero_shard"][i]) if "zero_shard" in a else None)
 
 
 def _one(ctx: Context, plan: Plan, uneven: bool = False) -> dict[str, np.ndarray]:
     a = {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "micro_batch": plan.micro_batch,
          "interleave": plan.interleave, "zero_stage": plan.zero_stage, "sp": plan.sp,
-         "rc": memory.recompute_code(plan.recompute), "flash": plan.flash_attention}
+         "rc": memory.recompute_code(plan.recompute), "flash": plan.flash_attention,
+         "zero_shard": plan.shard_group}
     return iteration(ctx, {k: np.array([v]) for k, v in a.items()}, uneven=uneven)
 
 
@@ -114,8 +133,11 @@ def evaluate(
     calibration: Calibration | None = None,
     recipe: str | memory.PrecisionRecipe = "mixed-adam",
     tokens: float | None = None,
-    uneven_layers: bool = False,
+    uneven_layers: bool | None = None,
     allow_tp_across_nodes: bool = False,
+    framework: str | Framework | None = None,
+    switches: Mapping[str, bool] | None = None,
+    reserve_gib: float | None = None,
 ) -> PlanResult:
     """Memory per GPU, iteration time and throughput of one plan.
 
@@ -133,8 +155,21 @@ def evaluate(
         Bytes per parameter (:data:`scaleout.memory.RECIPES`).
     tokens
         A training budget in tokens: fills ``training_days`` and ``gpu_hours``.
-    uneven_layers, allow_tp_across_nodes
-        Relax the validity rules (:mod:`scaleout.layout`).
+    uneven_layers
+        Stages of unequal layer counts where ``pp`` does not divide the layers (the
+        default, None, allows them; False refuses such a plan).
+    allow_tp_across_nodes
+        Relaxes the validity rules (:mod:`scaleout.layout`).
+    framework
+        A preset of :mod:`scaleout.plan.frameworks` (default: Megatron-Core): which
+        collectives it issues, what it overlaps, which ZeRO stages it offers.
+    switches
+        The framework's mechanisms to turn off, e.g. ``{"grad_overlap": False}``
+        (:data:`~scaleout.plan.frameworks.SWITCHES`).
+    reserve_gib
+        The fixed memory a run keeps besides its tensors, GiB per GPU (default: the CUDA
+        context and NCCL's buffers of :data:`~scaleout.plan.step.RESERVE`, 1.75 GiB); the
+        allocator's share, the logits and ZeRO-3's gathered layers come on top.
 
     Raises
     ------
@@ -142,16 +177,17 @@ def evaluate(
         The sentence of the first rule of :data:`scaleout.layout.RULES` the plan breaks.
     """
     m = catalog.model(model)
-    check_bool("uneven_layers", uneven_layers)
+    uneven = True if uneven_layers is None else check_bool("uneven_layers", uneven_layers)
     check_bool("allow_tp_across_nodes", allow_tp_across_nodes)
     if not isinstance(plan, Plan):
         raise ValueError(f"plan must be a scaleout.plan.Plan, got {plan!r}")
     net = network if network is not None else default_network(gpu)
-    ctx = context(m, gpu, net, calibration, recipe, plan.seq_len, plan.global_batch)
-    layout.check(plan, layout.Facts.of(m, net.gpus_per_node, uneven_layers=uneven_layers,
+    ctx = context(m, gpu, net, calibration, recipe, plan.seq_len, plan.global_batch, framework,
+                  switches, reserve_gib)
+    layout.check(plan, layout.Facts.of(m, net.gpus_per_node, uneven_layers=uneven,
                                        allow_tp_across_nodes=allow_tp_across_nodes,
-                                       relaxable=True))
-    out = _one(ctx, plan, uneven_layers)
+                                       relaxable=True, framework=ctx.framework))
+    out = _one(ctx, plan, uneven)
     rc = RECOMPUTE_MODES.index(plan.recompute)
     thr = throughput(ctx, plan.n_gpus, out["step_s"], rc)
     days = hours = None
@@ -168,5 +204,8 @@ def evaluate(
         hfu=float(thr["hfu"][0]), model_tflops_per_gpu=float(thr["model_tflops"][0]),
         hardware_tflops_per_gpu=float(thr["hardware_tflops"][0]),
         megatron_tflops_per_gpu=float(np.ravel(thr["megatron_tflops"])[0]),
-        training_days=days, gpu_hours=hours,
+        training_days=days, gpu_hours=hours, framework=ctx.framework.name,
+        framework_label=ctx.framework.label,
+        stage_memory_bytes={"first": float(out["first_stage_bytes"][0]),
+                            "last": float(out["last_stage_bytes"][0])},
     )

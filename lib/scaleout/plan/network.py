@@ -20,7 +20,8 @@ from ..catalog import GPU
 from ..checks import check_int
 from ..collectives import AlphaBeta, NodeNetwork
 
-__all__ = ["Links", "default_network", "derated_links", "dp_ranks_per_node", "linear_cost"]
+__all__ = ["CollectiveModel", "Links", "collective_model", "default_network", "derated_links",
+           "dp_ranks_per_node", "linear_cost"]
 
 
 def default_network(gpu: str | GPU, gpus_per_node: int | None = None,
@@ -118,3 +119,69 @@ def by_value(keys: np.ndarray, fn, *arrays: np.ndarray) -> np.ndarray:
         mask = keys == key
         out[mask] = fn(key, *(a[mask] for a in arrays))
     return out
+
+
+@dataclass(frozen=True)
+class CollectiveModel:
+    """How the planner prices one collective: NCCL's model, or the α-β model of notebook 07.
+
+    ``nccl`` uses :func:`scaleout.nccl.collective_time` with the network's derated bandwidths
+    (NCCL's own latencies, its algorithm choice); it needs catalog links. A network given as
+    measured α-β pairs (``AlphaBeta``: a calibrated network file) is priced as measured, with
+    the hierarchical α-β model.
+    """
+
+    links: Links
+    nccl: bool
+    generation: str
+    nvls: bool
+    intra_hw: str
+
+    def time(self, op: str, size_bytes, n: int, per_node: int, *,
+             node_aggregate: bool = True) -> np.ndarray:
+        """Seconds of ``op`` on ``size_bytes`` (an array) over ``n`` GPUs, ``per_node`` of
+        them in each node (``node_aggregate``: see :func:`scaleout.nccl.collective_time`)."""
+        size = np.asarray(size_bytes, dtype=float)
+        if n == 1:
+            return np.zeros_like(size)
+        if not self.nccl:
+            alpha, per_byte = linear_cost(self.links, op, n, per_node)
+            return alpha + per_byte * size
+        from .. import nccl
+
+        return np.asarray(nccl.times(
+            op, size, n, per_node, self.links.intra.bandwidth_bytes_s / 1e9,
+            self.links.inter.bandwidth_bytes_s / 1e9, self.generation, self.intra_hw,
+            nvls=self.nvls, node_aggregate=node_aggregate,
+            net_latency_us=self.links.inter.latency_s * 1e6, names=False).seconds)
+
+    def seconds(self, op: str, size_bytes: np.ndarray, n: np.ndarray, per_node: np.ndarray, *,
+                node_aggregate: bool = True) -> np.ndarray:
+        """:meth:`time` for many plans at once: arrays of sizes, group sizes and ranks per
+        node (NCCL's model over arrays, :func:`scaleout.nccl.seconds`; the α-β model per
+        distinct group)."""
+        size = np.asarray(size_bytes, dtype=float)
+        n = np.broadcast_to(np.asarray(n, dtype=np.int64), size.shape)
+        per_node = np.broadcast_to(np.asarray(per_node, dtype=np.int64), size.shape)
+        if not self.nccl:
+            return by_value(n * 65536 + per_node, lambda k, s, d, pn: self.time(
+                op, s, int(d[0]), int(pn[0])), size, n, per_node)
+        from .. import nccl
+
+        return nccl.seconds(
+            op, size, n, per_node, self.links.intra.bandwidth_bytes_s / 1e9,
+            self.links.inter.bandwidth_bytes_s / 1e9, self.generation, self.intra_hw,
+            nvls=self.nvls, node_aggregate=node_aggregate,
+            net_latency_us=self.links.inter.latency_s * 1e6)
+
+
+def collective_model(network: NodeNetwork, links: Links, gpu: GPU,
+                     use_nccl: bool) -> CollectiveModel:
+    """The :class:`CollectiveModel` of a network for a framework that runs NCCL (or not)."""
+    from .. import nccl
+
+    measured = not all(isinstance(x, catalog.Link) for x in (network.intra, network.inter))
+    intra_hw = ("pci" if isinstance(network.intra, catalog.Link) and network.intra.scope == "host"
+                else "nvlink")
+    return CollectiveModel(links, use_nccl and not measured, nccl.generation(gpu.architecture),
+                           nccl.has_nvls(gpu), intra_hw)

@@ -9,7 +9,7 @@ recomputation option; :data:`scaleout.layout.RULES` masks them (the same rules
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..layout import RECOMPUTE_MODES, Plan
 from ..units import GIB
 from .calibration import Calibration
 from .evaluate import PlanResult, evaluate, plan_from_arrays, throughput
+from .frameworks import Framework
 from .network import default_network
 from .step import context, iteration
 
@@ -30,7 +31,8 @@ __all__ = ["PLAN_FIELDS", "NoPlanError", "SearchResult", "candidates", "search"]
 
 #: The fields a search's plans vary (``recompute`` as names), usable in
 #: :meth:`SearchResult.best_by` and :meth:`SearchResult.rank_where`.
-PLAN_FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute")
+PLAN_FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute",
+               "zero_shard")
 #: Rules that judge the split, micro-batch and interleaving (applied before the options).
 _OUTER = ("batch", "tp_heads", "tp_kv_heads", "tp_in_node", "tp_whole_nodes", "pp_layers",
           "interleave_layers", "interleave_micro_batches")
@@ -67,10 +69,13 @@ class SearchResult:
     arrays: dict[str, np.ndarray]
     order: np.ndarray
     tokens: float | None = None
-    uneven_layers: bool = False
+    uneven_layers: bool = True
     allow_tp_across_nodes: bool = False
     flash_attention: bool = False
     model_spec: ModelSpec | None = None
+    framework: str = ""
+    switches: tuple[tuple[str, bool], ...] = ()
+    reserve_gib: float | None = None
 
     @property
     def n_evaluated(self) -> int:
@@ -93,7 +98,9 @@ class SearchResult:
         return evaluate(self.model_spec or self.model, self.gpu, self.plan(rank), self.network,
                         calibration=self.calibration, recipe=self.recipe, tokens=self.tokens,
                         uneven_layers=self.uneven_layers,
-                        allow_tp_across_nodes=self.allow_tp_across_nodes)
+                        allow_tp_across_nodes=self.allow_tp_across_nodes,
+                        framework=self.framework or None, switches=dict(self.switches),
+                        reserve_gib=self.reserve_gib)
 
     def top(self, k: int = 10) -> list[dict[str, Any]]:
         """The ``k`` fastest fitting plans as table rows (plain numbers, units in the keys)."""
@@ -104,7 +111,8 @@ class SearchResult:
                 "rank": rank + 1, "plan": self.plan(rank).label,
                 "tp": int(a["tp"][i]), "pp": int(a["pp"][i]), "dp": int(a["dp"][i]),
                 "micro_batch": int(a["micro_batch"][i]), "interleave": int(a["interleave"][i]),
-                "zero_stage": int(a["zero_stage"][i]), "sp": bool(a["sp"][i]),
+                "zero_stage": int(a["zero_stage"][i]), "zero_shard": int(a["zero_shard"][i]),
+                "sp": bool(a["sp"][i]),
                 "recompute": str(a["recompute"][i]),
                 "memory_gib": float(a["memory_bytes"][i] / GIB),
                 "step_s": float(a["step_s"][i]),
@@ -153,14 +161,17 @@ def _splits(n: int) -> np.ndarray:
 
 def candidates(model: ModelSpec, n: int, global_batch: int, facts: layout.Facts, *,
                max_micro_batch: int, max_interleave: int, zero_stages: Iterable[int],
-               recompute: Iterable[str], sp_options: Iterable[bool]
+               recompute: Iterable[str], sp_options: Iterable[bool],
+               zero_shards: Iterable[int] = ()
                ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Every valid plan of ``n`` GPUs and batch ``global_batch`` as arrays, and how many of
     the ``(tp, pp, dp)`` splits each rule removed (its first failing rule; for the message
     when none is valid).
 
     Plans are ordered by tp, pp, micro-batch, interleaving, then the options in the order
-    given (ZeRO stage, sequence parallelism, recomputation).
+    given (ZeRO stage, sequence parallelism, recomputation), each sharded plan once over all
+    of ``dp`` and once per size of ``zero_shards`` (hybrid sharding) that divides ``dp`` and
+    is smaller.
     """
     splits = _splits(n)
     t, p, d = splits.T
@@ -180,14 +191,22 @@ def candidates(model: ModelSpec, n: int, global_batch: int, facts: layout.Facts,
     outer = {k: v[keep] for k, v in grid.items() if k != "global_batch"}
     if not keep.any():
         return {}, why
-    inner = np.array([(z, int(s), RECOMPUTE_MODES.index(r))
-                      for z in zero_stages for s in sp_options for r in recompute],
+    shards = sorted(set(zero_shards))
+    # shard code 0: over all of dp; then each hybrid size (kept where it divides dp)
+    inner = np.array([(z, int(s), RECOMPUTE_MODES.index(r), k)
+                      for z in zero_stages for k in ([0, *shards] if z else [0])
+                      for s in sp_options for r in recompute],
                      dtype=np.int64)
     n_outer = int(keep.sum())
     full = {k: np.repeat(v, len(inner)) for k, v in outer.items()}
     full["zero_stage"] = np.tile(inner[:, 0], n_outer)
     full["sp"] = np.tile(inner[:, 1], n_outer).astype(bool)
     full["rc"] = np.tile(inner[:, 2], n_outer)
+    code = np.tile(inner[:, 3], n_outer)
+    full["zero_shard"] = np.where(code == 0, full["dp"], code)
+    if shards:  # a hybrid size must be a proper divisor of dp
+        proper = (code == 0) | ((full["dp"] % np.maximum(code, 1) == 0) & (code < full["dp"]))
+        full = {k: v[proper] for k, v in full.items()}
     ok = layout.valid({**full, "global_batch": np.full(full["tp"].size, global_batch)}, facts,
                       only=_INNER)
     return {k: v[ok] for k, v in full.items()}, why
@@ -211,8 +230,12 @@ def search(
     recompute: Iterable[str] = RECOMPUTE_MODES,
     sequence_parallel: Iterable[bool] = (False, True),
     flash_attention: bool = False,
-    uneven_layers: bool = False,
+    uneven_layers: bool | None = None,
     allow_tp_across_nodes: bool = False,
+    framework: str | Framework | None = None,
+    switches: Mapping[str, bool] | None = None,
+    reserve_gib: float | None = None,
+    zero_shards: Iterable[int] = (),
 ) -> SearchResult:
     """Evaluate every valid plan of ``n_gpus`` GPUs at once and rank the ones that fit.
 
@@ -228,11 +251,23 @@ def search(
     max_micro_batch, max_interleave
         Largest micro-batch size and model chunks per GPU tried.
     zero_stages, recompute, sequence_parallel
-        The options tried (all by default).
+        The options tried (all by default; the ZeRO stages the framework offers). With flash
+        attention, selective recomputation is the same plan as none (no score matrices are
+        stored to drop), so it is not listed twice.
     flash_attention
         Attention kernels that never store the score matrices.
-    uneven_layers, allow_tp_across_nodes
-        Relax the validity rules (:mod:`scaleout.layout`).
+    uneven_layers
+        Stages of unequal layer counts where ``pp`` does not divide the layers (allowed by
+        default, None; False keeps to divisors).
+    allow_tp_across_nodes
+        Relaxes the validity rules (:mod:`scaleout.layout`).
+    framework, switches, reserve_gib
+        As in :func:`~scaleout.plan.evaluate`: the preset (default: Megatron-Core), its
+        mechanisms turned off, the fixed memory reserve.
+    zero_shards
+        Shard-group sizes to try besides sharding over all of ``dp`` (hybrid sharding, for a
+        framework that has it): e.g. ``(8,)`` shards model state within each group of eight
+        data-parallel ranks (a node's, with ``tp = 1``) and replicates across the groups.
 
     Raises
     ------
@@ -246,6 +281,7 @@ def search(
     B = check_int("global_batch", global_batch)
     if tokens is not None:
         tokens = check_positive("tokens", tokens)
+    uneven_layers = True if uneven_layers is None else uneven_layers
     for flag, value in (("flash_attention", flash_attention), ("uneven_layers", uneven_layers),
                         ("allow_tp_across_nodes", allow_tp_across_nodes)):
         check_bool(flag, value)
@@ -260,13 +296,26 @@ def search(
     if not zs or not rcs or not sps:
         raise ValueError("zero_stages, recompute and sequence_parallel must each offer at "
                          "least one option")
-    ctx = context(m, g, network, calibration, recipe, seq_len, B)
+    if flash_attention and "selective" in rcs and len(rcs) > 1:
+        rcs = [r for r in rcs if r != "selective"]  # the same plan as "none" under flash
+    ctx = context(m, g, network, calibration, recipe, seq_len, B, framework, switches,
+                  reserve_gib)
+    shards = sorted({check_int("zero_shards", k) for k in zero_shards})
+    if shards and not ctx.framework.hybrid_shard:
+        raise ValueError(f"zero_shards={shards}: {ctx.framework.name} does not shard in "
+                         "groups (hybrid sharding); pytorch-fsdp, torchtitan and megatron-core "
+                         "do")
+    zs = [z for z in zs if z in ctx.framework.zero_stages]
+    if not zs:
+        raise ValueError(f"zero_stages: {ctx.framework.name} offers ZeRO stages "
+                         f"{', '.join(map(str, ctx.framework.zero_stages))} only")
     facts = layout.Facts.of(m, network.gpus_per_node, uneven_layers=uneven_layers,
-                            allow_tp_across_nodes=allow_tp_across_nodes, relaxable=True)
+                            allow_tp_across_nodes=allow_tp_across_nodes, relaxable=True,
+                            framework=ctx.framework)
     arrays, why = candidates(
         m, n, B, facts, max_micro_batch=check_int("max_micro_batch", max_micro_batch),
         max_interleave=check_int("max_interleave", max_interleave), zero_stages=zs,
-        recompute=rcs, sp_options=sps)
+        recompute=rcs, sp_options=sps, zero_shards=shards)
     if not arrays:
         raise NoPlanError(_no_layout_message(m, n, B, facts, why))
     arrays["flash"] = np.full(arrays["tp"].shape, bool(flash_attention))
@@ -278,14 +327,16 @@ def search(
     order = idx[np.lexsort((arrays["memory_bytes"][idx], arrays["step_s"][idx]))]
     result = SearchResult(m.name, g.name, n, B, ctx.seq_len, network, ctx.calibration,
                           ctx.recipe.name, arrays, order, tokens, uneven_layers,
-                          allow_tp_across_nodes, bool(flash_attention), m)
+                          allow_tp_across_nodes, bool(flash_attention), m, ctx.framework.name,
+                          tuple(sorted((switches or {}).items())), reserve_gib)
     if not order.size:
         i = int(np.argmin(arrays["memory_bytes"]))
         short = (arrays["memory_bytes"][i] - arrays["capacity_bytes"][i]) / GIB
         plan = plan_from_arrays(arrays, i, global_batch=B, seq_len=ctx.seq_len)
         closest = evaluate(m, g, plan, network, calibration=ctx.calibration, recipe=recipe,
                            uneven_layers=uneven_layers,
-                           allow_tp_across_nodes=allow_tp_across_nodes)
+                           allow_tp_across_nodes=allow_tp_across_nodes,
+                           framework=ctx.framework, reserve_gib=reserve_gib)
         raise NoPlanError(
             f"{m.name} fits on none of the {result.n_evaluated:,} valid layouts of {n:,} × "
             f"{g.name} ({g.hbm_gib:g} GiB each): the closest, {plan.label}, needs "

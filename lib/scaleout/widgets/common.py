@@ -59,7 +59,9 @@ class Explorer:
         self.error: str | None = None
         self.view = W.VBox(
             [W.HTML(_STYLE + (f"<h3>{html.escape(self.title)}</h3>" if self.title else "")),
-             self._layout_controls(), self.status, W.HBox([self.image, self.readout])],
+             self._layout_controls(), self.status,
+             # side by side when the page is wide enough, the readout below the figure if not
+             W.HBox([self.image, self.readout], layout=W.Layout(flex_flow="row wrap"))],
         )
         # stable CSS hooks for the browser tests and for lecture styling
         self.status.add_class("so-status")

@@ -44,7 +44,21 @@ class PlannerExplorer(Explorer):
     ``flash_attention`` and ``network`` (:data:`USUAL` or a scale-out link of
     ``data/links.toml``, one port per GPU). ``result`` is the :class:`scaleout.plan.SearchResult`;
     ``best`` the winner's :class:`scaleout.plan.PlanResult`.
+
+    ``measured`` (a :class:`scaleout.lab.calibrate.MeasuredNetwork`, from
+    ``./workbook calibrate``) adds a network entry "measured: ..." that uses its fitted
+    links (inside and between nodes, at the GPUs per node chosen) and collectives at the
+    measured rate.
     """
+
+    def __init__(self, measured=None, **initial: Any) -> None:
+        self.measured = measured
+        super().__init__(**initial)
+
+    @property
+    def measured_label(self) -> str | None:
+        """The network menu's entry for the measured network (None without one)."""
+        return None if self.measured is None else f"measured: {self.measured.name}"
 
     title = "Which layout trains fastest? The 3D-parallel planner"
     image_format = "svg+xml"
@@ -72,7 +86,8 @@ class PlannerExplorer(Explorer):
             "tokens_b": W.BoundedFloatText(value=300.0, min=0.0, max=1e6,
                                            description="tokens (B)", **_WIDE),
             "network": W.Dropdown(options=[USUAL, *(lk.name for lk in catalog.links()
-                                                   if lk.scope == "scale-out")],
+                                                   if lk.scope == "scale-out"),
+                                           *([self.measured_label] if self.measured else [])],
                                   value=USUAL, description="network", **_WIDE),
             "flash_attention": W.Checkbox(value=False, description="flash attention",
                                           **_WIDE),
@@ -97,11 +112,16 @@ class PlannerExplorer(Explorer):
         if key == getattr(self, "_key", None):  # only the budget changed: keep the search
             result = dataclasses.replace(self.result, tokens=tokens)
         else:
-            inter = None if v["network"] == USUAL else v["network"]
-            network = plan.default_network(v["gpu"], v["gpus_per_node"], inter)
+            calibration = None
+            if self.measured is not None and v["network"] == self.measured_label:
+                network = self.measured.fabric(v["gpu"], v["gpus_per_node"])
+                calibration = self.measured.plan_calibration()
+            else:
+                inter = None if v["network"] == USUAL else v["network"]
+                network = plan.default_network(v["gpu"], v["gpus_per_node"], inter)
             result = plan.search(self._model(v), v["gpu"], v["n_gpus"], v["global_batch"],
                                  network, seq_len=v["seq_len"], tokens=tokens,
-                                 flash_attention=v["flash_attention"])
+                                 flash_attention=v["flash_attention"], calibration=calibration)
         self.best = result.result(0)
         self._key = key
         return result

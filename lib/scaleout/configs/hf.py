@@ -1,0 +1,570 @@
+"""Hugging Face ``config.json`` -> the catalog's :class:`~scaleout.catalog.ModelSpec`.
+
+A model's ``config.json`` (a file, pasted text or a ``dict``; never downloaded) is read
+as data with :mod:`json` and mapped key by key. The tables below say which key becomes
+which field; every value the file does not state and that had to be assumed is
+reported as a :class:`~scaleout.configs.Finding`, and so is every key that is read but
+not yet modelled (mixture of experts, multi-head latent attention, biases on the
+query/key/value projections, per-head norms, sliding windows). Nothing is dropped
+silently: keys with no effect on memory or time are listed as ignored, keys the
+importer does not know as unrecognised.
+
+Where the meaning of a key comes from: the model classes of Hugging Face Transformers
+(``modeling_gpt2.py``, ``modeling_llama.py``, ``modeling_mistral.py``,
+``modeling_mixtral.py``, ``modeling_qwen2.py``, ``modeling_qwen3.py``,
+``modeling_qwen3_moe.py``, ``modeling_deepseek_v3.py``), whose weight shapes the
+parameter counts below follow.
+
+GPT-2 (``GPT2LMHeadModel``)
+---------------------------
+=======================  ===================  =============================================
+config key               ModelSpec field      note
+=======================  ===================  =============================================
+``n_layer``              ``n_layers``
+``n_embd``               ``hidden``
+``n_head``               ``n_heads``          no GQA (``n_kv_heads`` = ``n_heads``)
+``vocab_size``           ``vocab``
+``n_positions``          ``seq_len``          and the learned position table
+``n_inner``              ``ffn_hidden``       null means 4h
+``tie_word_embeddings``  ``tied_embeddings``  absent: true (GPT-2 ties them)
+(fixed)                  ``biases``           true: LayerNorm and linear layers with biases
+(fixed)                  ``gated_mlp``        false: GeLU MLP of two matrices
+=======================  ===================  =============================================
+
+Llama 2/3, Mistral, Qwen2, Qwen3
+--------------------------------
+(``LlamaForCausalLM``, ``MistralForCausalLM``, ``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``)
+===========================  ===================  ===========================================
+config key                   ModelSpec field      note
+===========================  ===================  ===========================================
+``num_hidden_layers``        ``n_layers``
+``hidden_size``              ``hidden``
+``num_attention_heads``      ``n_heads``
+``num_key_value_heads``      ``n_kv_heads``       absent: = heads (assumed; Llama 2 7B/13B)
+``intermediate_size``        ``ffn_hidden``
+``vocab_size``               ``vocab``
+``tie_word_embeddings``      ``tied_embeddings``  absent: false (assumed; the classes' default)
+``max_position_embeddings``  ``seq_len``          assumed; ``rope_scaling.original_max_posi``
+                                                  ``tion_embeddings`` first when present
+``head_dim``                 (checked)            must equal hidden/heads, else not modelled
+                                                  (blocks planning)
+``hidden_act``               ``gated_mlp``        true: gate, up and down projections
+(fixed)                      ``biases``           false: RMSNorm, no biases
+(fixed)                      ``learned_positions``  false: rotary positions
+===========================  ===================  ===========================================
+
+Not yet modelled, with their parameters counted in :attr:`ModelImport.params_total`:
+``attention_bias`` / ``mlp_bias`` (Llama), the query/key/value biases every Qwen2
+layer has (``h + 2 h_kv`` per layer, not a config key), the per-head query/key
+RMSNorms of Qwen3 (``2 d_head`` per layer), a ``sliding_window`` that is in use.
+
+Mixtral and Qwen3-MoE (``MixtralForCausalLM``, ``Qwen3MoeForCausalLM``)
+---------------------------------------------------------------------
+As the dense table for attention, plus (not yet modelled, blocks planning):
+``num_local_experts`` / ``num_experts`` (E), ``num_experts_per_tok`` (k),
+``intermediate_size`` (Mixtral: the expert width) or ``moe_intermediate_size``
+(Qwen3-MoE), ``decoder_sparse_step`` and ``mlp_only_layers`` (Qwen3-MoE: which layers
+stay dense, with ``intermediate_size``). Each MoE layer holds ``E`` gated experts of
+``3 h f_e`` parameters and a router of ``h E``; a token uses ``k`` of them.
+
+DeepSeek-V3 (``DeepseekV3ForCausalLM``)
+--------------------------------------
+Attention is multi-head latent attention (MLA): ``q_lora_rank``, ``kv_lora_rank``,
+``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim`` (not yet modelled, blocks
+planning); ``first_k_dense_replace`` dense layers of ``intermediate_size``, the rest
+MoE with ``n_routed_experts`` experts and ``n_shared_experts`` shared ones of
+``moe_intermediate_size`` (every ``moe_layer_freq`` layers), ``num_experts_per_tok``
+routed per token; ``num_nextn_predict_layers`` multi-token-prediction layers (counted
+apart: DeepSeek's 671B excludes them, the released weights' 685B includes them).
+
+For a mixture-of-experts model the returned ``spec`` describes the *active path* of
+one token (attention and ``k`` experts plus shared ones as one MLP): its FLOPs per
+token are the model's, its weights are not; planning such a model is refused until
+the planner models experts (:attr:`ModelImport.plannable`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..catalog import ModelSpec
+from ..checks import close_matches
+from ..memory import param_count
+from ._common import ASSUMED, IGNORED, NOT_MODELLED, UNKNOWN, Finding, _Collector, load_json
+
+__all__ = ["SUPPORTED_ARCHITECTURES", "MoESpec", "ModelImport", "from_hf_config"]
+
+#: ``architectures[0]`` values the importer reads, and their family.
+SUPPORTED_ARCHITECTURES: dict[str, str] = {
+    "GPT2LMHeadModel": "GPT-2",
+    "LlamaForCausalLM": "Llama",
+    "MistralForCausalLM": "Mistral",
+    "Qwen2ForCausalLM": "Qwen2",
+    "Qwen3ForCausalLM": "Qwen3",
+    "MixtralForCausalLM": "Mixtral",
+    "Qwen3MoeForCausalLM": "Qwen3-MoE",
+    "DeepseekV3ForCausalLM": "DeepSeek-V3",
+}
+_MODEL_TYPES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM",
+                "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                "qwen3": "Qwen3ForCausalLM", "mixtral": "MixtralForCausalLM",
+                "qwen3_moe": "Qwen3MoeForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM"}
+
+#: Keys read but without effect on memory or time (token ids, initialisation, norms'
+#: epsilon, RoPE's base frequency, dropout, inference caches, dtypes of released weights).
+_IGNORED_KEYS = frozenset({
+    "_name_or_path", "architectures", "model_type", "bos_token_id", "eos_token_id",
+    "pad_token_id", "torch_dtype", "dtype", "transformers_version", "use_cache",
+    "initializer_range", "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "rope_theta",
+    "rope_scaling", "rope_parameters", "attention_dropout", "hidden_dropout", "resid_pdrop",
+    "embd_pdrop", "attn_pdrop", "summary_activation", "summary_first_dropout",
+    "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params",
+    "pretraining_tp", "max_window_layers", "use_mrope", "output_router_logits",
+    "router_aux_loss_coef", "router_jitter_noise", "gradient_checkpointing", "n_ctx",
+    "activation_function", "hidden_act", "scale_attn_weights", "reorder_and_upcast_attn",
+    "scale_attn_by_inverse_layer_idx", "auto_map", "quantization_config", "norm_topk_prob",
+    "routed_scaling_factor", "scoring_func", "topk_method", "n_group", "topk_group",
+    "aux_loss_alpha", "seq_aux", "ep_size", "tie_word_embeddings", "layer_types",
+    "use_sliding_window", "sliding_window", "head_dim", "mlp_only_layers",
+    "decoder_sparse_step", "attention_bias", "mlp_bias",
+})
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    """A mixture-of-experts layout as the config states it (not yet modelled by the planner).
+
+    ``experts`` routed experts per MoE layer of width ``expert_ffn``, ``top_k`` of them
+    per token; ``shared_experts`` always used; ``moe_layers`` of the ``n_layers`` layers
+    are MoE, the others dense of width ``dense_ffn``.
+    """
+
+    experts: int
+    top_k: int
+    expert_ffn: int
+    moe_layers: int
+    dense_layers: int
+    dense_ffn: int
+    shared_experts: int = 0
+    router_bias: bool = False
+
+
+@dataclass(frozen=True)
+class ModelImport:
+    """A ``config.json`` read into the workbook's terms.
+
+    Attributes
+    ----------
+    spec
+        The catalog's :class:`~scaleout.catalog.ModelSpec` (for a mixture-of-experts
+        model: its active path, see the module docstring).
+    architecture, family
+        ``architectures[0]`` and its family (:data:`SUPPORTED_ARCHITECTURES`).
+    params_total
+        Every parameter of the model, including the parts the catalog cannot describe
+        yet (experts, MLA, extra biases and norms); multi-token-prediction layers apart.
+    params_active
+        Parameters one token uses (= ``params_total`` for a dense model).
+    params_mtp
+        Parameters of DeepSeek's multi-token-prediction layers (0 elsewhere).
+    moe
+        The mixture-of-experts layout, or None.
+    findings
+        Assumed values, keys not yet modelled, ignored and unrecognised keys.
+    source
+        The file (or ``"<text>"``) read.
+    """
+
+    spec: ModelSpec
+    architecture: str
+    family: str
+    params_total: int
+    params_active: int
+    findings: tuple[Finding, ...]
+    source: str
+    moe: MoESpec | None = None
+    params_mtp: int = 0
+
+    @property
+    def plannable(self) -> bool:
+        """Whether the planner can plan this model as it stands (no blocking finding)."""
+        return not any(f.blocks_planning for f in self.findings)
+
+    @property
+    def blocking(self) -> tuple[Finding, ...]:
+        """The findings that stop the model from being planned."""
+        return tuple(f for f in self.findings if f.blocks_planning)
+
+    def require_plannable(self) -> ModelSpec:
+        """The spec, or a ``ValueError`` naming every key that is not yet modelled."""
+        if not self.plannable:
+            keys = ", ".join(f"{f.key}={f.value!r}" for f in self.blocking)
+            raise ValueError(
+                f"{self.source}: {self.architecture} is recognised, but the planner does not "
+                f"model it yet ({keys}); its parameters are counted ({self.params_total:,} in "
+                f"total, {self.params_active:,} per token), planning it is not")
+        return self.spec
+
+    def report(self) -> str:
+        """One line per finding."""
+        return "\n".join(f.line() for f in self.findings)
+
+
+# =========================================================================== reading
+class _Reader:
+    """Typed access to a config's keys, recording which were read."""
+
+    def __init__(self, raw: dict[str, Any], label: str) -> None:
+        self.raw, self.label, self.read = raw, label, set()
+
+    def has(self, key: str) -> bool:
+        return key in self.raw and self.raw[key] is not None
+
+    def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+        self.read.add(key)
+        if key not in self.raw or self.raw[key] is None:
+            if default is None:
+                raise ValueError(f"{self.label}: field {key!r} is missing (a whole number >= "
+                                 f"{minimum} is needed)")
+            return default
+        value = self.raw[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{self.label}: field {key!r} must be a whole number >= {minimum}, "
+                             f"got {value!r}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        self.read.add(key)
+        value = self.raw.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ValueError(f"{self.label}: field {key!r} must be true or false, got {value!r}")
+        return value
+
+
+def _architecture(raw: dict[str, Any], label: str) -> str:
+    archs = raw.get("architectures")
+    if archs is not None:
+        if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
+            raise ValueError(f"{label}: field 'architectures' must be a list of class names, "
+                             f"got {archs!r}")
+        name = archs[0]
+    elif isinstance(raw.get("model_type"), str) and raw["model_type"] in _MODEL_TYPES:
+        name = _MODEL_TYPES[raw["model_type"]]
+    else:
+        raise ValueError(f"{label}: neither 'architectures' nor a known 'model_type' says which "
+                         f"model this is; supported: {', '.join(SUPPORTED_ARCHITECTURES)}")
+    if name not in SUPPORTED_ARCHITECTURES:
+        near = close_matches(name, SUPPORTED_ARCHITECTURES)
+        hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+        raise ValueError(f"{label}: architecture {name!r} is not supported{hint}; supported: "
+                         f"{', '.join(SUPPORTED_ARCHITECTURES)}")
+    return name
+
+
+def _seq_len(r: _Reader, seq_len: int | None, found: _Collector) -> int:
+    if seq_len is not None:
+        return seq_len
+    scaling = r.raw.get("rope_scaling")
+    if isinstance(scaling, dict) and isinstance(scaling.get("original_max_position_embeddings"),
+                                                int):
+        value = scaling["original_max_position_embeddings"]
+        found.add("seq_len", value, ASSUMED, "the training sequence length is not in a "
+                  "config.json; taken as rope_scaling.original_max_position_embeddings (the "
+                  "context before long-context extension); pass seq_len= to choose")
+        return value
+    value = r.int("max_position_embeddings")
+    found.add("seq_len", value, ASSUMED, "the training sequence length is not in a config.json; "
+              "taken as max_position_embeddings; pass seq_len= to choose")
+    return value
+
+
+def from_hf_config(config: str | Path | Mapping, *, name: str | None = None,
+                   seq_len: int | None = None) -> ModelImport:
+    """Read a Hugging Face ``config.json`` (path, pasted text or dict) into a :class:`ModelImport`.
+
+    Parameters
+    ----------
+    config
+        The file, its text, or the parsed dict. Read as data with :mod:`json` only.
+    name
+        The catalog name to give the spec (default: the file's stem, or
+        ``_name_or_path``, or the architecture).
+    seq_len
+        The training sequence length (a config.json states only the longest context).
+
+    Raises
+    ------
+    ValueError
+        Malformed JSON, an unsupported architecture (the supported ones listed), a
+        missing or mistyped field, or a shape the catalog rejects (heads not dividing
+        the width...), each naming the file and the field.
+    """
+    raw, label = load_json(config, "model config (config.json)")
+    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int)
+                                or seq_len < 1):
+        raise ValueError(f"seq_len must be a whole number >= 1, got {seq_len!r}")
+    arch = _architecture(raw, label)
+    family = SUPPORTED_ARCHITECTURES[arch]
+    r = _Reader(raw, label)
+    found = _Collector(label)
+    if name is None:
+        if label not in ("<text>", "<dict>"):
+            name = Path(label).name.removesuffix(".json").removesuffix(".config")
+        else:
+            name = str(raw.get("_name_or_path") or family)
+    if arch == "GPT2LMHeadModel":
+        out = _gpt2(r, name, seq_len, found)
+    elif arch == "DeepseekV3ForCausalLM":
+        out = _deepseek_v3(r, name, seq_len, found)
+    else:
+        out = _llama_like(r, arch, name, seq_len, found)
+    spec, total, active, moe, mtp = out
+    for key in raw:
+        if key in r.read:
+            continue
+        if key in _IGNORED_KEYS:
+            found.add(key, raw[key], IGNORED)
+        else:
+            found.add(key, raw[key], UNKNOWN, "not a key the importer knows for "
+                      f"{arch}; it is not used")
+    return ModelImport(spec=spec, architecture=arch, family=family, params_total=total,
+                       params_active=active, findings=tuple(found.items), source=label,
+                       moe=moe, params_mtp=mtp)
+
+
+def _spec(label: str, **fields) -> ModelSpec:
+    try:
+        return ModelSpec(**fields)
+    except ValueError as exc:
+        detail = str(exc).split(": ", 1)[-1]
+        raise ValueError(f"{label}: {detail}") from None
+
+
+def _gpt2(r: _Reader, name, seq_len, found):
+    h = r.int("n_embd")
+    positions = r.int("n_positions")
+    ffn = r.int("n_inner", default=4 * h)
+    if not r.has("n_inner"):
+        r.read.add("n_inner")
+    tied = r.bool("tie_word_embeddings", True)
+    if "tie_word_embeddings" not in r.raw:
+        found.add("tie_word_embeddings", True, ASSUMED, "GPT-2 ties the output layer to the "
+                  "input embedding")
+    spec = _spec(r.label, name=name, n_layers=r.int("n_layer"), hidden=h, n_heads=r.int("n_head"),
+                 vocab=r.int("vocab_size"), seq_len=seq_len or positions, ffn_hidden=ffn,
+                 gated_mlp=False, tied_embeddings=tied, learned_positions=True, biases=True,
+                 family="GPT-2", source=f"Hugging Face config.json ({r.label})")
+    if seq_len is not None and seq_len != positions:
+        found.add("n_positions", positions, NOT_MODELLED, f"the position table has {positions} "
+                  f"rows; the spec's seq_len={seq_len} sizes it in the count instead",
+                  blocks=seq_len > positions)
+    total = param_count(spec)
+    if seq_len is not None and seq_len != positions:
+        total += (positions - seq_len) * h
+    return spec, total, total, None, 0
+
+
+def _llama_like(r: _Reader, arch: str, name, seq_len, found):
+    label = r.label
+    h = r.int("hidden_size")
+    a = r.int("num_attention_heads")
+    layers = r.int("num_hidden_layers")
+    if r.has("num_key_value_heads"):
+        kv = r.int("num_key_value_heads")
+    else:
+        r.read.add("num_key_value_heads")
+        kv = a
+        found.add("num_key_value_heads", a, ASSUMED, "absent: one key/value head per query "
+                  "head (no grouped-query attention)")
+    vocab = r.int("vocab_size")
+    tied = r.bool("tie_word_embeddings", False)
+    if "tie_word_embeddings" not in r.raw:
+        found.add("tie_word_embeddings", False, ASSUMED, "absent: the Transformers class's "
+                  "default, an untied output layer")
+    head_dim = h // a if h % a == 0 else None
+    if r.has("head_dim"):
+        head_dim = r.int("head_dim")
+    else:
+        r.read.add("head_dim")
+    if head_dim is None:
+        raise ValueError(f"{label}: hidden_size={h} must be a multiple of "
+                         f"num_attention_heads={a} (or give head_dim)")
+    act = r.raw.get("hidden_act", "silu")
+    r.read.add("hidden_act")
+    s = _seq_len(r, seq_len, found)
+    r.read.add("max_position_embeddings")
+    r.read.add("rope_scaling")
+    extra = 0  # parameters the spec cannot describe, per layer
+    # ---- attention extras
+    q_dim, kv_dim = a * head_dim, kv * head_dim
+    attn_extra = 0
+    if q_dim != h:
+        attn_extra = 2 * h * q_dim + 2 * h * kv_dim - (2 * h * h + 2 * h * (kv * (h // a)))
+        found.add("head_dim", head_dim, NOT_MODELLED, f"heads x head_dim = {q_dim} differs "
+                  f"from hidden_size {h}: the spec's attention is sized h x h; the "
+                  f"difference ({attn_extra:+,} parameters per layer) is counted in "
+                  "params_total only; attention's FLOPs and activations are not", blocks=True)
+    extra += attn_extra
+    if arch == "LlamaForCausalLM" or arch == "Qwen3ForCausalLM":
+        if r.bool("attention_bias", False):
+            n = q_dim + 2 * kv_dim + h
+            extra += n
+            found.add("attention_bias", True, NOT_MODELLED, f"biases on q, k, v and o "
+                      f"({n:,} per layer) are counted in params_total only")
+    if arch == "LlamaForCausalLM" and r.bool("mlp_bias", False):
+        f = r.int("intermediate_size")
+        found.add("mlp_bias", True, NOT_MODELLED, f"MLP biases ({2 * f + h:,} per layer) are "
+                  "counted in params_total only")
+        extra += 2 * f + h
+    if arch == "Qwen2ForCausalLM":
+        n = q_dim + 2 * kv_dim
+        extra += n
+        found.add("qkv_bias", True, NOT_MODELLED, f"Qwen2's q, k and v projections carry biases "
+                  f"(not a config key; {n:,} per layer), counted in params_total only")
+    if arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM"):
+        extra += 2 * head_dim
+        found.add("q_norm/k_norm", 2 * head_dim, NOT_MODELLED, "Qwen3 normalises queries and "
+                  "keys per head (RMSNorm of head_dim each, not a config key), counted in "
+                  "params_total only")
+    window = r.raw.get("sliding_window")
+    r.read.add("sliding_window")
+    r.read.add("use_sliding_window")
+    uses_window = (window is not None and arch in ("MistralForCausalLM", "MixtralForCausalLM")
+                   ) or (window is not None and r.raw.get("use_sliding_window") is True)
+    if uses_window:
+        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+            raise ValueError(f"{label}: field 'sliding_window' must be a whole number >= 1 or "
+                             f"null, got {window!r}")
+        found.add("sliding_window", window, NOT_MODELLED, "attention over a sliding window; "
+                  f"the planner attends over the whole sequence (same for s <= {window})",
+                  blocks=s > window)
+    # ---- MLP / experts
+    moe = None
+    if arch == "MixtralForCausalLM":
+        f_e = r.int("intermediate_size")
+        experts = r.int("num_local_experts")
+        k = r.int("num_experts_per_tok")
+        moe = MoESpec(experts=experts, top_k=k, expert_ffn=f_e, moe_layers=layers,
+                      dense_layers=0, dense_ffn=0)
+    elif arch == "Qwen3MoeForCausalLM":
+        f_e = r.int("moe_intermediate_size")
+        experts = r.int("num_experts")
+        k = r.int("num_experts_per_tok")
+        step = r.int("decoder_sparse_step", default=1)
+        only = r.raw.get("mlp_only_layers") or []
+        r.read.add("mlp_only_layers")
+        if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                 and 0 <= i < layers for i in only):
+            raise ValueError(f"{label}: field 'mlp_only_layers' must be a list of layer "
+                             f"indices from 0 to {layers - 1}, got {only!r}")
+        is_moe = [i not in only and experts > 0 and (i + 1) % step == 0 for i in range(layers)]
+        dense = layers - sum(is_moe)
+        moe = MoESpec(experts=experts, top_k=k, expert_ffn=f_e, moe_layers=sum(is_moe),
+                      dense_layers=dense, dense_ffn=r.int("intermediate_size") if dense else 0)
+        if not dense:
+            r.read.add("intermediate_size")
+    if moe is None:
+        ffn = r.int("intermediate_size")
+        spec = _spec(label, name=name, n_layers=layers, hidden=h, n_heads=a, n_kv_heads=kv,
+                     vocab=vocab, seq_len=s, ffn_hidden=ffn, gated_mlp=True,
+                     tied_embeddings=tied, learned_positions=False, biases=False,
+                     family=SUPPORTED_ARCHITECTURES[arch],
+                     source=f"Hugging Face config.json ({label})")
+        if act not in ("silu", "swish", "gelu", "gelu_pytorch_tanh"):
+            found.add("hidden_act", act, NOT_MODELLED, "an activation other than SiLU/GeLU "
+                      "(the gated MLP's FLOPs are the same)")
+        total = param_count(spec) + layers * extra
+        return spec, total, total, None, 0
+    # a mixture of experts: the spec holds the active path (k experts as one MLP)
+    active_ffn = moe.top_k * moe.expert_ffn
+    spec = _spec(label, name=name, n_layers=layers, hidden=h, n_heads=a, n_kv_heads=kv,
+                 vocab=vocab, seq_len=s, ffn_hidden=active_ffn, gated_mlp=True,
+                 tied_embeddings=tied, learned_positions=False, biases=False,
+                 family=SUPPORTED_ARCHITECTURES[arch],
+                 source=f"Hugging Face config.json ({label}); active path of a "
+                        f"mixture of experts, not its weights")
+    expert = 3 * h * moe.expert_ffn
+    router = h * moe.experts
+    base = param_count(spec) - layers * 3 * h * active_ffn + layers * extra
+    dense_mlp = moe.dense_layers * 3 * h * moe.dense_ffn
+    total = base + moe.moe_layers * (moe.experts * expert + router) + dense_mlp
+    active = base + moe.moe_layers * (moe.top_k * expert + router) + dense_mlp
+    _flag_moe(found, moe, "num_local_experts" if arch == "MixtralForCausalLM" else "num_experts")
+    return spec, total, active, moe, 0
+
+
+def _flag_moe(found: _Collector, moe: MoESpec, key: str) -> None:
+    note = (f"a mixture of experts: {moe.experts} experts of width {moe.expert_ffn} in "
+            f"{moe.moe_layers} layers, {moe.top_k} per token"
+            + (f", {moe.shared_experts} shared" if moe.shared_experts else "")
+            + "; counted (params_total, params_active), not yet planned")
+    found.add(key, moe.experts, NOT_MODELLED, note, blocks=True)
+    found.add("num_experts_per_tok", moe.top_k, NOT_MODELLED, "experts per token (top-k)",
+              blocks=True)
+
+
+def _deepseek_v3(r: _Reader, name, seq_len, found):
+    label = r.label
+    h = r.int("hidden_size")
+    a = r.int("num_attention_heads")
+    layers = r.int("num_hidden_layers")
+    vocab = r.int("vocab_size")
+    tied = r.bool("tie_word_embeddings", False)
+    r.read.add("num_key_value_heads")  # MLA has no key/value heads to group
+    q_lora = r.int("q_lora_rank", default=0, minimum=0) if r.has("q_lora_rank") else 0
+    r.read.add("q_lora_rank")
+    kv_lora = r.int("kv_lora_rank")
+    nope = r.int("qk_nope_head_dim")
+    rope = r.int("qk_rope_head_dim")
+    v = r.int("v_head_dim")
+    dense_ffn = r.int("intermediate_size")
+    f_e = r.int("moe_intermediate_size")
+    experts = r.int("n_routed_experts")
+    shared = r.int("n_shared_experts", default=0, minimum=0)
+    k = r.int("num_experts_per_tok")
+    first_dense = r.int("first_k_dense_replace", default=0, minimum=0)
+    freq = r.int("moe_layer_freq", default=1)
+    mtp = r.int("num_nextn_predict_layers", default=0, minimum=0)
+    s = _seq_len(r, seq_len, found)
+    r.read.update({"max_position_embeddings", "rope_scaling"})
+    # MLA (DeepSeek-V2 report Sec. 2.1; modeling_deepseek_v3.py): q down/up with a norm,
+    # kv down (plus the shared rope key) with a norm, kv up to nope keys and values, output.
+    q_head = nope + rope
+    q_part = (h * q_lora + q_lora + q_lora * a * q_head) if q_lora else h * a * q_head
+    attention = (q_part + h * (kv_lora + rope) + kv_lora + kv_lora * a * (nope + v)
+                 + a * v * h)
+    norms = 2 * h
+    expert = 3 * h * f_e
+    moe_layers = sum(1 for i in range(layers) if i >= first_dense and i % freq == 0)
+    dense_layers = layers - moe_layers
+    router = h * experts + experts  # gate and its score-correction bias
+    moe_total = experts * expert + shared * expert + router
+    moe_active = k * expert + shared * expert + router
+    embed = vocab * h * (1 if tied else 2) + h  # embedding, output, final norm
+    body_dense = dense_layers * (attention + norms + 3 * h * dense_ffn)
+    total = embed + body_dense + moe_layers * (attention + norms + moe_total)
+    active = embed + body_dense + moe_layers * (attention + norms + moe_active)
+    # one MTP module: a layer (MoE) plus two norms, a 2h x h projection and a final norm
+    mtp_params = mtp * (attention + norms + moe_total + 2 * h + 2 * h * h + h)
+    moe = MoESpec(experts=experts, top_k=k, expert_ffn=f_e, moe_layers=moe_layers,
+                  dense_layers=dense_layers, dense_ffn=dense_ffn, shared_experts=shared,
+                  router_bias=True)
+    found.add("kv_lora_rank", kv_lora, NOT_MODELLED, "multi-head latent attention (MLA: "
+              f"q rank {q_lora}, kv rank {kv_lora}, head dims {nope}+{rope}/{v}); counted, "
+              "not yet planned", blocks=True)
+    _flag_moe(found, moe, "n_routed_experts")
+    if mtp:
+        found.add("num_nextn_predict_layers", mtp, NOT_MODELLED, f"multi-token prediction "
+                  f"({mtp_params:,} parameters, params_mtp; not in params_total)")
+    spec = _spec(label, name=name, n_layers=layers, hidden=h, n_heads=a, vocab=vocab,
+                 seq_len=s, ffn_hidden=k * f_e + shared * f_e, gated_mlp=True,
+                 tied_embeddings=tied, learned_positions=False, biases=False,
+                 family="DeepSeek-V3",
+                 source=f"Hugging Face config.json ({label}); active path of a mixture "
+                        "of experts with MLA, not its weights")
+    return spec, total, active, moe, mtp_params

@@ -1,0 +1,237 @@
+"""What a training framework does with a layout: its collectives, what it overlaps, what it allows.
+
+The same layout runs at different speeds under different frameworks because they issue
+different collectives and hide different parts of them. A :class:`Framework` is a small set of
+switches, each set as the framework's code or documentation says (the ``sources`` name where);
+the planner's model of one iteration (:mod:`scaleout.plan.step`) reads them. A preset is a set
+of mechanisms, never a per-case factor: the calibration is the same for every preset.
+
+Switches
+--------
+collectives
+    ``"nccl"``: every collective costs what NCCL's own model predicts for its size and group,
+    with the algorithm NCCL picks (:mod:`scaleout.nccl`); ``"hierarchical"``: the textbook
+    α-β model of notebook 07 (reduce-scatter in the node, the collective across nodes,
+    all-gather in the node).
+flat_dp_rings
+    The data-parallel (and ZeRO/FSDP) collectives run as flat rings over the whole group,
+    each GPU's traffic crossing its own network port (``(n-1)/n`` of the data per port), rather
+    than a node's data spread over all its ports as nccl-tests' topology-aware rings do.
+grad_bucket_bytes, grad_overlap
+    Gradients are reduced in buckets of this size (None: one call for all of them) and, with
+    ``grad_overlap``, during the backward pass of the last micro-batch as buckets fill
+    (PyTorch DDP, Li et al. 2020; Megatron-Core ``overlap_grad_reduce``).
+param_gather_overlap
+    ZeRO-1/2's all-gather of updated weights overlapped with the next forward pass
+    (Megatron-Core ``overlap_param_gather``).
+zero3_unit, zero3_prefetch
+    ZeRO-3 / FSDP gathers weights per ``"layer"`` (an FSDP unit wraps a transformer block) or
+    per ``"tensor"`` (DeepSpeed's stage 3 of 2021 fetched each parameter tensor with its own
+    all-gather when prefetching), for every micro-batch's forward and backward pass;
+    ``zero3_prefetch`` units are gathered ahead, on a separate stream, while the current one
+    computes.
+zero_stages, max_zero_with_pp
+    The ZeRO stages the framework offers, and the highest it combines with pipelining
+    (DeepSpeed: 1; torchtitan's FSDP2 and Llama 3's sharded data parallelism: 2 or 3).
+tp_overlap
+    Tensor-parallel communication pipelined with the GEMMs around it (Megatron-Core
+    ``tp_comm_overlap`` with userbuffers; torchtitan's async TP): only the part longer than
+    those GEMMs is exposed.
+p2p_overlap
+    Pipeline sends overlapped with compute (Megatron-Core ``overlap_p2p_comm``, Llama 3's
+    asynchronous point-to-point): one micro-batch's sends stay on the critical path.
+hybrid_shard
+    Whether ZeRO may shard inside groups of data-parallel ranks and replicate across them
+    (a plan's ``zero_shard``): the sharded collectives then run inside a group, and the
+    gradients' shards are all-reduced across the groups.
+
+The overlaps and hybrid sharding are switches a user may turn off (:func:`framework`'s
+``switches``: what a run that disabled them would do); a switch the framework does not have
+cannot be turned on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from ..checks import check_choice, close_matches
+from ..units import MIB
+
+__all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "SWITCHES", "Framework", "framework",
+           "framework_names"]
+
+#: The switches a user may turn off (a framework's mechanisms that a run can disable).
+SWITCHES = ("grad_overlap", "param_gather_overlap", "tp_overlap", "p2p_overlap",
+            "hybrid_shard")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A training framework's collectives, overlaps and rules (see the module docstring)."""
+
+    name: str
+    label: str
+    collectives: str = "nccl"
+    grad_bucket_bytes: float | None = None
+    grad_overlap: bool = False
+    param_gather_overlap: bool = False
+    flat_dp_rings: bool = False
+    zero3_unit: str = "layer"
+    zero3_prefetch: int = 1
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    max_zero_with_pp: int = 1
+    tp_overlap: bool = False
+    p2p_overlap: bool = False
+    hybrid_shard: bool = False
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_choice("collectives", self.collectives, ("nccl", "hierarchical"))
+        check_choice("zero3_unit", self.zero3_unit, ("layer", "tensor"))
+
+    def with_switches(self, switches: Mapping[str, bool] | None) -> Framework:
+        """This preset with some of its :data:`SWITCHES` turned off (or left on).
+
+        Raises
+        ------
+        ValueError
+            An unknown switch, a value that is not a bool, or turning on a switch this
+            framework does not have.
+        """
+        if not switches:
+            return self
+        if not isinstance(switches, Mapping):
+            raise ValueError(f"switches must map switch names to True/False, got {switches!r}")
+        changes = {}
+        for name, value in switches.items():
+            check_choice("switch", name, SWITCHES)
+            if not isinstance(value, bool):
+                raise ValueError(f"switches[{name!r}] must be True or False, got {value!r}")
+            if value and not getattr(self, name):
+                have = [s for s in SWITCHES if getattr(self, s)]
+                raise ValueError(
+                    f"switches[{name!r}]=True: {self.name} has no {name.replace('_', ' ')} "
+                    f"to turn on; its switches that can be turned off: "
+                    f"{', '.join(have) or 'none'}")
+            if value != getattr(self, name):
+                changes[name] = value
+        if not changes:
+            return self
+        off = ", ".join(f"{k} off" for k in changes)
+        return replace(self, label=f"{self.label}, {off}", **changes)
+
+
+_MEGATRON_2021 = Framework(
+    "megatron-lm-2021", "Megatron-LM as published in 2021-22",
+    grad_bucket_bytes=None, grad_overlap=False, zero_stages=(0,), max_zero_with_pp=0,
+    sources={
+        "grad_overlap": "Narayanan et al. 2021 (arXiv 2104.04473) and Korthikanti et al. 2022: "
+                        "the data-parallel all-reduce runs after the pipeline flush, on one "
+                        "contiguous gradient buffer (Megatron's local DDP)",
+        "zero_stages": "no ZeRO in Megatron-LM of 2021 (ZeRO-3 was compared through DeepSpeed)",
+        "p2p_overlap": "sends on the critical path (scatter/gather, Sec. 4.1)",
+    })
+
+_DEEPSPEED_2021 = Framework(
+    "deepspeed-2021", "DeepSpeed ZeRO, 2021 (v0.3-0.4)",
+    grad_bucket_bytes=5e8 * 2, grad_overlap=True, flat_dp_rings=True, zero3_unit="tensor",
+    zero3_prefetch=1,
+    zero_stages=(0, 1, 2, 3), max_zero_with_pp=1,
+    sources={
+        "flat_dp_rings": "ZeRO-3 over the whole data-parallel group as flat NCCL rings, each "
+                         "GPU's share crossing its own NIC (the mechanism Narayanan et al. "
+                         "2021 Sec. 5.2 names: 'less cross-node communication' for PTD-P)",
+        "zero3_unit": "deepspeed/runtime/zero/partition_parameters.py @ v0.3.16: prefetching "
+                      "calls _allgather_param once per parameter tensor (async)",
+        "zero3_prefetch": "stage3.py @ v0.3.16 prefetch_next_sub_modules (stage3_prefetch_"
+                          "bucket_size 5e7 elements: about the next submodule)",
+        "grad_bucket_bytes": "reduce_bucket_size default 5e8 elements (2-byte gradients)",
+        "max_zero_with_pp": "DeepSpeed pipeline engine: ZeRO-2 and ZeRO-3 are incompatible "
+                            "with pipeline parallelism",
+    })
+
+_FSDP = Framework(
+    "pytorch-fsdp", "PyTorch FSDP (FSDP1, 2022-23)",
+    grad_bucket_bytes=25 * MIB, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
+    zero_stages=(0, 2, 3), max_zero_with_pp=0, hybrid_shard=True,
+    sources={
+        "hybrid_shard": "ShardingStrategy.HYBRID_SHARD / _HYBRID_SHARD_ZERO2 (PyTorch 2.0+): "
+                        "shard within a node's group, replicate across (Zhao et al. 2023 "
+                        "Sec. 3.2.2)",
+        "zero3_unit": "Zhao et al. 2023 (arXiv 2304.11277) Sec. 3: one FlatParameter per FSDP "
+                      "unit, a transformer block under the usual auto-wrap policy",
+        "zero3_prefetch": "backward_prefetch=BACKWARD_PRE and the CPU running ahead in forward "
+                          "with limit_all_gathers (at most two all-gathers in flight), Sec. 4",
+        "zero_stages": "ShardingStrategy NO_SHARD (DDP), SHARD_GRAD_OP (ZeRO-2), FULL_SHARD "
+                       "(ZeRO-3)",
+        "grad_bucket_bytes": "DDP's bucket_cap_mb=25 for NO_SHARD; FSDP reduce-scatters per unit",
+    })
+
+_TORCHTITAN = Framework(
+    "torchtitan", "torchtitan (FSDP2 + TP + PP, 2024-25)",
+    grad_bucket_bytes=None, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
+    zero_stages=(0, 2, 3), max_zero_with_pp=3, tp_overlap=False, p2p_overlap=False,
+    hybrid_shard=True,
+    sources={
+        "hybrid_shard": "HSDP: data_parallel_replicate_degree x data_parallel_shard_degree "
+                        "(Liang et al. 2025 Sec. 2.1)",
+        "zero3_unit": "Liang et al. 2025 (arXiv 2410.06511) Sec. 2.1: fully_shard per "
+                      "TransformerBlock (FSDP2, per-parameter sharding)",
+        "zero3_prefetch": "FSDP2's implicit prefetch of the next block in forward and backward",
+        "max_zero_with_pp": "torchtitan composes FSDP2 with torch.distributed.pipelining "
+                            "(Sec. 2.3); reshard_after_forward is off with PP",
+        "tp_overlap": "async TP exists but is off by default (experimental.enable_async_"
+                      "tensor_parallel=false)",
+    })
+
+_MEGATRON_CORE = Framework(
+    "megatron-core", "Megatron-Core (2024-25)",
+    grad_bucket_bytes=40e6 * 4, grad_overlap=True, param_gather_overlap=True,
+    zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
+    tp_overlap=True, p2p_overlap=True, hybrid_shard=True,
+    sources={
+        "hybrid_shard": "--num-distributed-optimizer-instances: the distributed optimizer "
+                        "sharded within each instance, gradients all-reduced across them",
+        "grad_bucket_bytes": "megatron/core/distributed/distributed_data_parallel_config.py: "
+                             "bucket_size default max(40,000,000, 1,000,000 x dp) parameters, "
+                             "fp32 main grads",
+        "grad_overlap": "overlap_grad_reduce (distributed optimizer)",
+        "param_gather_overlap": "overlap_param_gather",
+        "zero_stages": "use_distributed_optimizer (ZeRO-1); Megatron FSDP (ZeRO-3)",
+        "tp_overlap": "tp_comm_overlap: userbuffers pipeline TP all-gather/reduce-scatter with "
+                      "the GEMMs (Transformer Engine)",
+        "p2p_overlap": "overlap_p2p_comm (interleaved 1F1B)",
+    })
+
+FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
+    _MEGATRON_2021, _DEEPSPEED_2021, _FSDP, _TORCHTITAN, _MEGATRON_CORE)}
+#: The framework the planner assumes when none is named: how large models are trained today.
+DEFAULT_FRAMEWORK = "megatron-core"
+
+
+def framework_names() -> list[str]:
+    """The preset names."""
+    return list(FRAMEWORKS)
+
+
+def framework(spec: str | Framework | None,
+              switches: Mapping[str, bool] | None = None) -> Framework:
+    """A preset by name (None: :data:`DEFAULT_FRAMEWORK`), or a :class:`Framework` as given,
+    with ``switches`` turned off where given (:meth:`Framework.with_switches`).
+
+    Raises
+    ------
+    ValueError
+        An unknown name, with the close ones and the list.
+    """
+    if isinstance(spec, Framework):
+        return spec.with_switches(switches)
+    if spec is None:
+        return FRAMEWORKS[DEFAULT_FRAMEWORK].with_switches(switches)
+    if not isinstance(spec, str) or spec not in FRAMEWORKS:
+        near = close_matches(str(spec), FRAMEWORKS)
+        hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+        raise ValueError(f"framework={spec!r} is not a preset{hint}; presets: "
+                         f"{', '.join(FRAMEWORKS)}")
+    return FRAMEWORKS[spec].with_switches(switches)

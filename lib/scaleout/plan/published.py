@@ -1,0 +1,281 @@
+"""Published training runs as cases the planner predicts: one reader per paper or benchmark.
+
+Each file of ``data/published/`` prints runs in its own terms (a model shape or a catalog name,
+a layout, a framework, and one measured quantity: seconds per iteration, TFLOP/s per GPU
+counted some way, tokens per second). A reader turns each run into a :class:`Case`: the model,
+GPU, network and :class:`~scaleout.layout.Plan`, the framework preset that ran it, and how to
+read the planner's prediction in the run's own quantity. What a paper leaves out is assumed as
+its file says (``assumed``); a run the planner cannot represent yet (context or expert
+parallelism, FP8, a GPU outside the catalog, a recomputation policy it does not model) is kept
+out with the reason (:func:`cases` returns both).
+
+The sources are split once, before any fitting: :data:`TRAINING` fits the calibration,
+every other source is held out and only predicted.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import catalog, compute
+from ..catalog import ModelSpec
+from ..collectives import NodeNetwork
+from ..layout import Plan
+from .evaluate import PlanResult
+from .network import default_network
+
+__all__ = ["SOURCES", "TRAINING", "Case", "cases", "source_title"]
+
+#: The sources the calibration is fitted to (every other one is held out).
+TRAINING = ("korthikanti_table5", "megatron_lm_table1")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published run: what ran, and how its measured number compares with a prediction.
+
+    ``predict(result)`` reads a :class:`~scaleout.plan.PlanResult` in the run's quantity
+    (``quantity`` names it, with its unit); ``published`` is the printed value.
+    """
+
+    source: str
+    label: str
+    model: ModelSpec
+    gpu: str
+    network: NodeNetwork
+    plan: Plan
+    framework: str
+    quantity: str
+    published: float
+    predict: Callable[[PlanResult], float] = field(repr=False)
+    assumed: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------- readers
+def _seconds(r: PlanResult) -> float:
+    return r.step_s
+
+
+def _megatron_tflops(r: PlanResult) -> float:
+    return r.megatron_tflops_per_gpu
+
+
+def _model_tflops(r: PlanResult) -> float:
+    return r.model_tflops_per_gpu
+
+
+def _tokens_per_gpu(r: PlanResult) -> float:
+    return r.tokens_per_s / r.plan.n_gpus
+
+
+def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int, seq_len: int,
+         **extra: Any) -> ModelSpec:
+    return catalog.model({"name": name, "n_layers": layers, "hidden": hidden, "n_heads": heads,
+                          "vocab": vocab, "seq_len": seq_len, **extra})
+
+
+def _korthikanti(raw: dict) -> tuple[list[Case], list[str]]:
+    out = []
+    for run in raw["run"]:
+        m = catalog.model(run["model"])
+        for key, rc, sp, label in (("seconds_full_recompute", "full", False, "full recompute"),
+                                   ("seconds_selective_sp", "selective", True,
+                                    "SP + selective")):
+            plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["gpus"] // (run["tp"] * run["pp"]),
+                        micro_batch=run["micro_batch"], global_batch=run["global_batch"],
+                        sp=sp, recompute=rc, interleave=run["interleave"])
+            out.append(Case("korthikanti_table5", f"{m.name}, {label}", m, "A100-SXM4-80GB",
+                            default_network("A100-SXM4-80GB"), plan, "megatron-lm-2021",
+                            "s/iteration", run[key], _seconds))
+    return out, []
+
+
+def _megatron_t1(raw: dict) -> tuple[list[Case], list[str]]:
+    out = []
+    for run in raw["run"]:
+        m = catalog.model(run["model"])
+        d = run["gpus"] // (run["tp"] * run["pp"])
+        plan = Plan(tp=run["tp"], pp=run["pp"], dp=d, micro_batch=1, global_batch=run["batch"],
+                    recompute="full")
+        out.append(Case("megatron_lm_table1", f"{m.name} on {run['gpus']:,} GPUs", m,
+                        "A100-SXM4-80GB", default_network("A100-SXM4-80GB"), plan,
+                        "megatron-lm-2021", "TFLOP/s per GPU (Eq. 3)",
+                        run["achieved_tflops_per_gpu"], _megatron_tflops,
+                        ("micro-batch 1", "plain 1F1B (no interleaving)")))
+    return out, []
+
+
+def _zero3(raw: dict) -> tuple[list[Case], list[str]]:
+    out = []
+    for run in raw["run"]:
+        m = catalog.model(run["model"])
+        zero = run.get("zero_stage", 0)
+        plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], micro_batch=run["micro_batch"],
+                    global_batch=run["global_batch"], zero_stage=zero, recompute="full")
+        fw = "deepspeed-2021" if run["scheme"] == "zero3" else "megatron-lm-2021"
+        what = "ZeRO-3" if run["scheme"] == "zero3" else "PTD-P"
+        out.append(Case("narayanan2021_table2_zero3", f"{m.name}, {what} on {run['gpus']:,} GPUs",
+                        m, raw["gpu"], default_network(raw["gpu"]), plan, fw,
+                        "TFLOP/s per GPU (Eq. 3)", run["achieved_tflops_per_gpu"],
+                        _megatron_tflops, tuple(run.get("assumed", ()))))
+    return out, []
+
+
+def _megascale(raw: dict) -> tuple[list[Case], list[str]]:
+    out, skipped = [], []
+    for run in raw["run"]:
+        if run["method"] != "megatron-lm" or "seconds_per_iteration" not in run:
+            skipped.append(f"{run['method']} {run['gpus']} GPUs: "
+                           + ("MegaScale's own model (parallel block, sliding-window attention)"
+                              if run["method"] != "megatron-lm" else "no iteration time"))
+            continue
+        m = _gpt("megascale-175b", run["layers"], run["hidden"], run["heads"], run["vocab"],
+                 run["seq_len"])
+        plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], micro_batch=1,
+                    global_batch=run["global_batch"], interleave=run["interleave"],
+                    sp=True, recompute="selective", zero_stage=1)
+        net = NodeNetwork(intra="NVLink 3", inter="InfiniBand HDR", gpus_per_node=8)
+        out.append(Case("megascale_table2", f"175B (128 heads), Megatron-LM on {run['gpus']:,}",
+                        m, "A100-SXM4-80GB", net, plan, "megatron-core", "s/iteration",
+                        run["seconds_per_iteration"], _seconds,
+                        ("A100 80GB", "micro-batch 1", "SP + selective recompute",
+                         "distributed optimizer (ZeRO-1)",
+                         "200 Gb/s RoCE per GPU priced as the catalog's 200 Gb/s port "
+                         "(InfiniBand HDR)")))
+    return out, skipped
+
+
+def _llama3(raw: dict) -> tuple[list[Case], list[str]]:
+    out, skipped = [], []
+    m = catalog.model("llama3-405b")
+    for run in raw["run"]:
+        if run["cp"] > 1:
+            skipped.append(f"{run['case']}: context parallelism (CP {run['cp']}) is not in "
+                           "the planner yet")
+            continue
+        plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], micro_batch=1,
+                    global_batch=run["global_batch"], zero_stage=2, recompute="none",
+                    interleave=2, flash_attention=True, seq_len=run["seq_len"])
+        net = NodeNetwork(intra="NVLink 4", inter="RoCE v2 400GbE", gpus_per_node=8)
+        out.append(Case("llama3_table4", run["case"], m, run["gpu"], net, plan, "torchtitan",
+                        "TFLOP/s per GPU (model FLOPs)", run["tflops_per_gpu"], _model_tflops,
+                        ("micro-batch 1", "interleave 2", "sharded data parallelism as "
+                         "ZeRO-2 with pipelining", "first and last stage one layer fewer: "
+                         "the planner's balanced split")))
+    return out, skipped
+
+
+def _torchtitan(raw: dict) -> tuple[list[Case], list[str]]:
+    out, skipped = [], []
+    for run in raw["run"]:
+        if not str(run["gpu"]).startswith("A100"):
+            skipped.append(f"{run['part']} {run['model']} on {run['gpus']}: "
+                           f"{run['gpu']} is not in the catalog (peak unknown)")
+            continue
+        rc = str(run["recompute"])
+        if "every other layer" in rc:
+            skipped.append(f"{run['part']} {run['model']} on {run['gpus']}: recomputation of "
+                           "every other layer is not modelled")
+            continue
+        m = catalog.model(run["model"])
+        seq = run.get("seq_len", 8192)
+        plan = Plan(tp=run.get("tp", 1), pp=run.get("pp", 1), dp=run["fsdp"],
+                    micro_batch=run["micro_batch"], global_batch=run["global_batch"],
+                    zero_stage=3, recompute="selective" if "selective" in rc else rc,
+                    flash_attention=True, seq_len=seq)
+        out.append(Case("torchtitan_2024", f"{m.name}, FSDP2 on {run['gpus']} A100, {rc}", m,
+                        run["gpu"], default_network(run["gpu"]), plan, "torchtitan",
+                        "tokens/s per GPU", run["tokens_per_s_per_gpu"], _tokens_per_gpu,
+                        tuple(run.get("assumed", ()))))
+    return out, skipped
+
+
+def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
+    out = []
+    for run in raw["run"]:
+        m = _gpt(run["model"], run["layers"], run["hidden"], run["heads"], raw["vocab"],
+                 run["seq_len"], biases=False)
+        zero = 3 if run["sharding"] == "FULL_SHARD" else 2
+        plan = Plan(dp=run["gpus"], micro_batch=run["micro_batch"],
+                    global_batch=run["global_batch"], zero_stage=zero,
+                    recompute=run["recompute"], flash_attention=True, seq_len=run["seq_len"])
+        gpu = run["gpu"]
+        if gpu.startswith("A100"):  # "1600 Gbps node-node interconnect (RoCE)": 200 Gb/s a GPU
+            net = NodeNetwork(intra="NVLink 3", inter="InfiniBand HDR", gpus_per_node=8)
+        else:
+            net = default_network(gpu)
+        out.append(Case("mpt_llm_foundry_2024", f"{run['model']} on {run['gpus']} × {gpu}, "
+                        f"{run['sharding']}, b={run['micro_batch']}, s={run['seq_len']}",
+                        m, gpu, net, plan, "pytorch-fsdp", "tokens/s per GPU",
+                        run["tokens_per_s_per_gpu"], _tokens_per_gpu,
+                        ("no biases in MPT's linear layers", "8 GPUs per node")))
+    return out, []
+
+
+def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
+    out, skipped = [], []
+    for run in raw["run"]:
+        why = None
+        if run["precision"] != "BF16":
+            why = f"{run['precision']}: FP8 is not in the planner yet"
+        elif run["gpu"] not in catalog.gpu_names():
+            why = f"{run['gpu']} is not in the catalog"
+        elif run["model"] not in catalog.model_names():
+            why = f"{run['model']}: mixture-of-experts is not in the planner yet"
+        elif run["cp"] > 1:
+            why = "context parallelism is not in the planner yet"
+        elif run.get("fsdp", 0):
+            why = "Megatron FSDP rows are not modelled"
+        if why:
+            skipped.append(f"{run['model']} on {run['gpus']} × {run['gpu']}: {why}")
+            continue
+        m = catalog.model(run["model"])
+        plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], micro_batch=run["micro_batch"],
+                    global_batch=run["global_batch"], zero_stage=1, sp=run["tp"] > 1,
+                    recompute="selective", interleave=run.get("vp") or 1,
+                    flash_attention=True, seq_len=run["seq_len"])
+        out.append(Case("megatron_bridge_perf_2511", f"{m.name} on {run['gpus']} × {run['gpu']}",
+                        m, run["gpu"], default_network(run["gpu"]), plan, "megatron-core",
+                        "tokens/s per GPU", run["tokens_per_s_per_gpu"], _tokens_per_gpu,
+                        ("distributed optimizer (ZeRO-1)", "SP with TP",
+                         "selective recomputation", "the system's datasheet network")))
+    return out, skipped
+
+
+#: Each source's reader and a short title, in the order tables are printed.
+SOURCES: dict[str, tuple[str, Callable[[dict], tuple[list[Case], list[str]]]]] = {
+    "korthikanti_table5": ("Korthikanti et al. 2022, Table 5", _korthikanti),
+    "megatron_lm_table1": ("Narayanan et al. 2021, Table 1", _megatron_t1),
+    "narayanan2021_table2_zero3": ("Narayanan et al. 2021, Table 2 (ZeRO-3 vs PTD-P)", _zero3),
+    "mpt_llm_foundry_2024": ("MosaicML MPT benchmarks (PyTorch FSDP)", _mpt),
+    "megascale_table2": ("MegaScale 2024, Table 2 (Megatron-LM rows)", _megascale),
+    "llama3_table4": ("Llama 3 2024, Table 4", _llama3),
+    "torchtitan_2024": ("torchtitan 2024 (FSDP2, A100)", _torchtitan),
+    "megatron_bridge_perf_2511": ("Megatron Bridge 25.11 (dense BF16)", _bridge),
+}
+
+
+def source_title(source: str) -> str:
+    """A source's short title."""
+    return SOURCES[source][0]
+
+
+@functools.cache
+def cases() -> tuple[tuple[Case, ...], tuple[str, ...]]:
+    """Every published run the planner can represent, and the reasons for the others."""
+    out: list[Case] = []
+    skipped: list[str] = []
+    for name, (title, reader) in SOURCES.items():
+        got, left = reader(catalog.published(name))
+        out += got
+        skipped += [f"{title}: {why}" for why in left]
+    return tuple(out), tuple(skipped)
+
+
+def model_flops_per_iteration(case: Case) -> float:
+    """PaLM's model FLOPs of one iteration of ``case`` (no recomputation counted)."""
+    s = case.plan.seq_len or case.model.seq_len
+    return compute.flops_per_token(case.model, s) * case.plan.global_batch * s

@@ -1,0 +1,169 @@
+"""The planner beyond the two tables it is fitted to: held-out sources, leave-one-source-out,
+a constant baseline, and the mechanisms that make the difference (frameworks' collectives and
+overlaps, stages of unequal layers, the memory a real run reserves)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scaleout import catalog, plan
+from scaleout.plan import published, validation
+from scaleout.units import GIB
+
+
+@pytest.fixture(scope="module")
+def cv() -> validation.CrossValidation:
+    return plan.cross_validation()
+
+
+def test_sources_are_split_before_fitting_and_held_out_ones_are_many():
+    every, skipped = published.cases()
+    sources = {c.source for c in every}
+    held = sources - set(published.TRAINING)
+    assert set(published.TRAINING) <= sources and len(held) >= 4
+    # frameworks, GPU generations and scales differ across the held-out sources
+    held_cases = [c for c in every if c.source in held]
+    assert len({c.framework for c in held_cases}) >= 3
+    assert {catalog.gpu(c.gpu).architecture for c in held_cases} >= {"Ampere", "Hopper"}
+    assert max(c.plan.n_gpus for c in held_cases) >= 8192
+    assert skipped and all(": " in why for why in skipped)  # each with its reason
+
+
+def test_the_planner_beats_a_constant_mfu_on_runs_it_was_not_fitted_to(cv):
+    held = cv.overall("held out")
+    assert held["cases"] >= 20
+    assert held["mean_abs_pct"] < held["baseline_mean_abs_pct"]
+    assert held["worst_abs_pct"] < held["baseline_worst_abs_pct"]
+    left = cv.overall("left out")
+    assert left["mean_abs_pct"] < left["baseline_mean_abs_pct"]
+
+
+def test_the_cross_validation_table_names_every_source_and_role(cv):
+    roles = {(r["source"], r["role"]) for r in cv.table()}
+    for s in published.TRAINING:
+        assert (published.source_title(s), "fitted") in roles
+        assert (published.source_title(s), "left out") in roles
+    text = plan.validation_table()
+    assert "held out" in text and "left out" in text and "baseline" in text
+
+
+def _zero3(rows, scheme):
+    return {int(r.case.split(" on ")[1].split()[0].replace(",", "")): r
+            for r in rows if scheme in r.case and "175b" in r.case}
+
+
+def test_zero3_collapses_at_a_fixed_batch_and_3d_parallelism_stays_flat():
+    """Narayanan et al. 2021 Table 2, held out: as GPUs double at a fixed batch, ZeRO-3's
+    throughput per GPU halves (each GPU still moves the whole model's weights and gradients)
+    while PTD-P's barely moves. Both trends come out of the mechanisms."""
+    rows = plan.validate(sources=["narayanan2021_table2_zero3"])
+    z, p = _zero3(rows, "ZeRO-3"), _zero3(rows, "PTD-P")
+    assert z[768].predicted < 0.75 * z[384].predicted
+    assert z[1536].predicted < 0.6 * z[768].predicted
+    assert p[1536].predicted > 0.85 * p[384].predicted
+    # the levels: PTD-P within 6%; ZeRO-3 within 25% where the collapse has set in (DeepSpeed
+    # 2021's own overheads, its partial prefetch of large tensors, are not modelled: the
+    # planner is optimistic there, and more so at 384 GPUs, where compute still hides the
+    # gathers in the model but not in the measurement)
+    assert all(abs(r.error_pct) < 6 for r in p.values())
+    assert 0 < z[1536].error_pct < 25
+
+
+def test_llama3_405b_considers_its_published_layout_and_keeps_headroom():
+    """126 layers: with stages of unequal layers (the default) the published TP8 PP16 is a
+    candidate; the winner keeps the reserve a real run needs."""
+    r = plan.search("llama3-405b", "H100-SXM5-80GB", 16384, 2048, seq_len=8192,
+                    flash_attention=True)
+    a = r.arrays
+    assert np.any((a["tp"] == 8) & (a["pp"] == 16))
+    best = r.result(0)
+    assert best.fits and best.memory["reserve"] > 1.5 * GIB
+    strict = plan.search("llama3-405b", "H100-SXM5-80GB", 16384, 2048, seq_len=8192,
+                         flash_attention=True, uneven_layers=False)
+    assert not np.any(strict.arrays["pp"] == 16) and strict.n_evaluated < r.n_evaluated
+
+
+def test_an_uneven_split_balances_the_output_layer():
+    """Llama 3 gave its first and last stages one layer fewer; the planner's balanced split
+    gives the last stage fewer layers when it also runs the output layer."""
+    ctx = plan.step.context("llama3-405b", "H100-SXM5-80GB", None, None, "mixed-adam", 8192,
+                            64)
+    out = plan.step.iteration(ctx, {"tp": np.array([8]), "pp": np.array([16]),
+                                    "dp": np.array([8]), "micro_batch": np.array([1]),
+                                    "interleave": np.array([1]), "zero_stage": np.array([1]),
+                                    "sp": np.array([True]), "rc": np.array([0]),
+                                    "flash": np.array([True])}, uneven=True)
+    first, last = float(out["first_layers"][0]), float(out["last_layers"][0])
+    assert first == 8 and last < first and 15 * first + last == 126
+
+
+def test_with_flash_attention_selective_recompute_is_not_listed_twice():
+    r = plan.search("llama3-8b", "H100-SXM5-80GB", 64, 512, flash_attention=True)
+    assert "selective" not in set(r.arrays["recompute"])
+    top = r.top(10)
+    keys = [(x["tp"], x["pp"], x["dp"], x["micro_batch"], x["interleave"], x["zero_stage"],
+             x["sp"]) for x in top]
+    assert len(keys) == len(set(keys))
+
+
+def test_zero_with_pipelining_where_the_framework_allows_it():
+    p = plan.Plan(tp=8, pp=4, dp=8, global_batch=64, zero_stage=3, sp=True)
+    with pytest.raises(ValueError, match="cannot be combined with pp=4 in megatron-core"):
+        plan.evaluate("llama3-70b", "H100-SXM5-80GB", p)
+    r = plan.evaluate("llama3-70b", "H100-SXM5-80GB", p, framework="torchtitan")
+    assert r.framework == "torchtitan" and r.step["dp_comm"] > 0
+
+
+def test_an_unknown_framework_names_the_presets():
+    with pytest.raises(ValueError, match="presets: megatron-lm-2021, deepspeed-2021"):
+        plan.search("llama3-8b", "H100", 64, 512, framework="megatron")
+    with pytest.raises(ValueError, match="did you mean 'torchtitan'"):
+        plan.framework("torchtitn")
+
+
+def test_overlap_hides_what_the_backward_pass_covers():
+    """The same layout under Megatron-LM 2021 (all-reduce after the flush) and Megatron-Core
+    (buckets reduce-scattered during the last backward pass): less exposed communication."""
+    p = plan.Plan(tp=8, pp=1, dp=64, global_batch=512, micro_batch=1, recompute="selective",
+                  sp=True)
+    old = plan.evaluate("llama3-70b", "H100-SXM5-80GB", p, framework="megatron-lm-2021")
+    new = plan.evaluate("llama3-70b", "H100-SXM5-80GB", p.__class__(**{**p.__dict__,
+                                                                        "zero_stage": 1}),
+                        framework="megatron-core")
+    assert new.step["dp_comm"] < 0.5 * old.step["dp_comm"]
+
+
+def test_flat_rings_move_each_gpus_share_over_its_own_port():
+    """ZeRO-3 over 1,536 GPUs: DeepSpeed's flat rings against the same collectives spread
+    over each node's ports, everything else equal."""
+    from dataclasses import replace
+
+    p = plan.Plan(dp=1536, global_batch=1536, zero_stage=3, recompute="full")
+    flat = plan.framework("deepspeed-2021")
+    spread = replace(flat, name="spread", flat_dp_rings=False)
+    slow = plan.evaluate("korthikanti-175b", "A100-SXM4-80GB", p, framework=flat)
+    fast = plan.evaluate("korthikanti-175b", "A100-SXM4-80GB", p, framework=spread)
+    assert slow.step["dp_comm"] > 4 * fast.step["dp_comm"]
+
+
+def test_the_reserve_and_the_tight_flag():
+    """The reserve holds the CUDA context, NCCL's buffers, the allocator's slack and the fp32
+    logits of the loss (8 b s V / tp bytes on the last stage), by hand here."""
+    p = plan.Plan(tp=8, pp=1, dp=1, global_batch=1, seq_len=8192, flash_attention=True)
+    r = plan.evaluate("llama3-8b", "H100-SXM5-80GB", p)
+    m = catalog.model("llama3-8b")
+    held = sum(r.memory[k] for k in ("weights", "grads", "optimizer", "activations"))
+    expected = (plan.RESERVE["context_gib"] + plan.RESERVE["nccl_gib"]) * GIB \
+        + plan.RESERVE["allocator_share"] * held + 8 * 8192 * m.vocab / 8
+    assert r.memory["reserve"] == pytest.approx(expected)
+    assert r.headroom_gib == pytest.approx((r.capacity_bytes - r.memory_bytes) / GIB)
+    assert r.tight == (r.memory_bytes > 0.9 * r.capacity_bytes)
+    big = plan.evaluate("llama3-70b", "H100-SXM5-80GB",
+                        plan.Plan(tp=8, pp=4, dp=1, global_batch=8, flash_attention=True,
+                                  seq_len=8192))
+    assert big.tight or not big.fits or big.headroom_gib > 0.1 * 80
+
+
+def test_the_batch_message_suggests_what_works():
+    with pytest.raises(ValueError, match=r"nearest batches that are: 992 or 1,008; or dp in "):
+        plan.Plan(dp=16, global_batch=1000)
