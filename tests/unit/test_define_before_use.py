@@ -4,8 +4,9 @@ For each notebook of the walk (``data/glossary.toml``) the text a reader sees, i
 markdown and the string literals of its code cells (what they print and title figures with;
 not the ``parameters`` cell, not comments, not identifiers). A **use** of a glossary term is
 its name or one of its aliases as a whole word, outside headings (a title announces a subject,
-it does not use a word) and outside formulas (a symbol in a formula is defined by the formula and
-the sentence around it). A term is known at a point of a notebook when
+it does not use a word), formulas (a symbol in a formula is defined by the formula and the
+sentence around it) and inline code (a module or function name is a name). A term is known at
+a point of a notebook when
 
 * it is taught by an earlier notebook of the walk (the reader has met it), or
 * it has been **defined** (written in bold or italics, the workbook's way of introducing a
@@ -46,7 +47,7 @@ EVERYDAY = frozenset(s.casefold() for s in (
     "copper cable", "effective training time", "slow node", "tail latency", "fan-out",
     "splitter cable", "send/receive", "load/store", "scale up", "scale out", "GB", "GiB",
     "per direction", "bidirectional", "gigabyte", "gigabit", "collective communication",
-    "replica", "gradient", "activations",
+    "replica", "gradient", "activations", "mesh",
     # number formats, named long before the technique that mixes them
     "fp16", "bf16",
 ))
@@ -99,27 +100,29 @@ def _catalog_names() -> frozenset[str]:
     return frozenset(n.casefold() for n in names)
 
 
-def _cells(nb_path) -> list[tuple[int, str, bool]]:
-    """(cell index, text the reader sees, is in the opening), headings and formulas dropped.
+def _cells(nb_path) -> list[tuple[int, str, bool, str]]:
+    """(cell index, text the reader sees, is in the opening, the cell's whole text): the text
+    without headings, formulas and inline code; the whole text for its references.
 
     The opening is the first markdown cell (the title) with the set-up code cells around it.
     """
     cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
-    out: list[tuple[int, str, bool]] = []
+    out: list[tuple[int, str, bool, str]] = []
     title_seen = opening = False
     for i, cell in enumerate(cells):
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
             text = re.sub(r"(?m)^#{1,6} .*$", "", source)
             text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$", " ", text, flags=re.S)  # formulas
+            text = re.sub(r"`[^`\n]+`", " ", text)  # code names (`scaleout.calibration`)
             opening = not title_seen
-            out.append((i, " ".join(text.split()), opening))
+            out.append((i, " ".join(text.split()), opening, source))
             title_seen = True
         elif cell["cell_type"] == "code" and "parameters" not in cell["metadata"].get("tags", []):
             text = "\n".join(_code_strings(source))
             for name in sorted(_catalog_names(), key=len, reverse=True):
                 text = re.sub(re.escape(name), " ", text, flags=re.I)
-            out.append((i, " ".join(text.split()), opening or not title_seen))
+            out.append((i, " ".join(text.split()), opening or not title_seen, text))
     return out
 
 
@@ -146,14 +149,14 @@ def _scan(notebook_id: str, g: glossary.Glossary, known: set[str]) -> list[Findi
             continue
         words = _words(t)
         patterns = [_pattern(w) for w in words]
-        for cell, text, title in cells:
+        for cell, text, title, whole in cells:
             first_def = min((m.start() for m in _EMPHASIS.finditer(text)
                              if any(p.search(next(x for x in m.groups() if x)) for p in patterns)),
                             default=None)
             hits = [(m.start(), w, m) for w, p in zip(words, patterns, strict=True)
                     for m in [p.search(text)] if m]
             early = [h for h in hits if first_def is None or h[0] < first_def]
-            if early and not title and not _refers_to(text, t.notebook):
+            if early and not title and not _refers_to(whole, t.notebook):
                 _, word, m = min(early, key=lambda h: h[0])
                 context = " ".join(text[max(0, m.start() - 70):m.end() + 70].split())
                 out.append(Finding(notebook_id, t.term, word, cell, context))
