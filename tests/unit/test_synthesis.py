@@ -238,7 +238,8 @@ def test_nested_domains_keep_the_faster_of_their_own_and_a_divisors_layout():
 def test_the_gap_between_domains_adds_up_and_names_the_schedule():
     """GPT-3 on 1,152 GB200s, batch 1,536 (notebook 12's defaults): 1,152 = 2^7 x 3^2 and
     1,536 = 2^9 x 3, so 8-GPU domains (TP in 1, 2, 4, 8) put a factor 3 into the pipeline and
-    m = 1536 / dp is no multiple of it: no interleaving. TP3 in a 72-GPU domain absorbs it."""
+    m = 1536 / dp is no multiple of it: no interleaving. A 72-GPU domain's tensor-parallel group
+    absorbs the factor (TP3 or TP6), and its pipeline, if any, can interleave or goes away."""
     cmp = S.compare_domains("gpt3-175b", "GB200", 1152, 1536, (8, 72))
     small, large = cmp.option(8), cmp.option(72)
     gap = cmp.gap(72, 8)
@@ -246,7 +247,8 @@ def test_the_gap_between_domains_adds_up_and_names_the_schedule():
     assert sum(gap.values()) == pytest.approx(small.step_s - large.step_s)
     assert small.plan.pp % 3 == 0 and small.plan.micro_batches % small.plan.pp
     assert "multiple of pp" in small.interleaving_blocker()
-    assert large.plan.tp == 3 and large.plan.interleave > 1 and large.interleaving_blocker() is None
+    assert large.plan.tp % 3 == 0
+    assert large.plan.pp == 1 or large.plan.micro_batches % large.plan.pp == 0
     # the bubble is a large part of the gap, not only NVLink traffic
     assert 0.3 < gap["bubble"] / sum(gap.values()) < 0.7
     assert gap["dp_comm"] > 0
