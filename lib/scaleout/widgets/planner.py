@@ -77,10 +77,6 @@ class PlannerExplorer(Explorer):
                                           **_WIDE),
         }
 
-    def _layout_controls(self) -> W.Widget:
-        return W.GridBox(list(self.controls.values()),
-                         layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"))
-
     # -- library calls only -----------------------------------------------------------------
     def _model(self, v: Mapping[str, Any]):
         if v["model"] != CUSTOM:
