@@ -44,6 +44,7 @@ __all__ = [
     "large_count",
     "money",
     "percent",
+    "plural",
     "power",
     "si",
     "sig",
@@ -126,6 +127,16 @@ def count(n: float) -> str:
     if (bad := _nonfinite(x)) is not None:
         return bad
     return f"{round(x):,}"
+
+
+def plural(n: float, noun: str, plural_noun: str | None = None) -> str:
+    """A count and its noun, singular for one: ``"1 term"``, ``"2 terms"``, ``"16,384 GPUs"``.
+
+    ``plural_noun`` overrides the regular plural (``noun + "s"``), as in
+    ``plural(2, "switch", "switches")``.
+    """
+    many = plural_noun if plural_noun is not None else f"{noun}s"
+    return f"{count(n)} {noun if float(n) == 1 else many}"
 
 
 def percent(fraction: float, digits: int = 3, *, signed: bool = False) -> str:

@@ -40,6 +40,15 @@ def test_digits_must_be_a_whole_number_of_at_least_one(digits):
         fmt.sig(1.0, digits)
 
 
+def test_plurals_agree_with_the_count():
+    assert fmt.plural(1, "term") == "1 term"
+    assert fmt.plural(2, "term") == "2 terms"
+    assert fmt.plural(0, "concept") == "0 concepts"
+    assert fmt.plural(16384, "GPU") == "16,384 GPUs"
+    assert fmt.plural(1, "switch", "switches") == "1 switch"
+    assert fmt.plural(3, "switch", "switches") == "3 switches"
+
+
 def test_counts_have_thousands_separators():
     assert fmt.count(16384) == "16,384"
     assert fmt.count(1_000_000) == "1,000,000"
