@@ -142,18 +142,14 @@ def plural(n: float, noun: str, plural_noun: str | None = None) -> str:
 def percent(fraction: float, digits: int = 3, *, signed: bool = False) -> str:
     """A fraction as a percentage to ``digits`` significant figures: ``0.4567`` → ``"45.7%"``.
 
-    At most one decimal above 10 % and never more than two decimals
-    (``0.9995`` → ``"100%"``, ``0.00012`` → ``"0.01%"``); ``signed`` prints ``+``
-    for gains (``"+4.2%"``).
+    Never more than two decimals (``0.9995`` → ``"100%"``, ``0.00012`` → ``"0.01%"``);
+    ``signed`` prints ``+`` for gains (``"+4.2%"``).
     """
     x = 100.0 * float(fraction)
     if (bad := _nonfinite(x)) is not None:
         return f"{bad}%"
     ax = abs(x)
-    decimals = 0 if ax >= 100 or ax == 0 else \
-        min(2, max(0, digits - 1 - math.floor(math.log10(ax))))
-    if ax >= 10:
-        decimals = min(decimals, 1)
+    decimals = 0 if ax == 0 else min(2, max(0, digits - 1 - math.floor(math.log10(ax))))
     text = f"{x:,.{decimals}f}"
     if "." in text:
         text = text.rstrip("0").rstrip(".")

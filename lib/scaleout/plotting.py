@@ -7,23 +7,29 @@ a widget can redraw the same figure on every event. Figures are built with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from . import svgchart
+from . import formatting, svgchart
 from .memory import MemoryBreakdown
+from .plan import _PART_WORDS
 
 __all__ = [
     "HOLDING_COLORS",
     "LINK_COLORS",
     "MEMORY_COLORS",
+    "MEMORY_LABELS",
     "OTHER_LINK_COLORS",
     "PIPELINE_COLORS",
     "PLANE_COLORS",
     "RUN_COLORS",
     "STEP_COLORS",
+    "STEP_LABELS",
+    "STEP_WORD_COLORS",
     "TIME_COLORS",
     "WALK_COLORS",
     "bubble_curves",
@@ -41,6 +47,7 @@ __all__ = [
     "plan_bars_svg",
     "run_timeline",
     "stage_bars",
+    "step_in_words",
     "validation_scatter",
     "walk_matches_svg",
 ]
@@ -54,14 +61,28 @@ MEMORY_COLORS = {
 }
 
 
+#: The memory parts in words, for legends: ``"grads"`` reads ``"gradients"``.
+MEMORY_LABELS = {"weights": "weights", "grads": "gradients", "optimizer": "optimizer state",
+                 "activations": "activations", "HBM capacity": "HBM capacity"}
+
+
+def _in_words(parts: Mapping[str, float]) -> dict[str, float]:
+    return {MEMORY_LABELS.get(k, k): float(v) for k, v in parts.items()}
+
+
+def _word_colors(colors: Mapping[str, str]) -> dict[str, str]:
+    return {MEMORY_LABELS.get(k, k): c for k, c in colors.items()}
+
+
 def memory_bars_svg(rows: dict[str, MemoryBreakdown], title: str = "",
                     highlight: str | None = None) -> bytes:
     """The same chart as :func:`memory_bars` as SVG bytes, for widgets (sub-millisecond)."""
-    data = {label: {k: v for k, v in b.gib().items() if k in MEMORY_COLORS}
+    data = {label: _in_words({k: v for k, v in b.gib().items() if k in MEMORY_COLORS})
             for label, b in rows.items()}
     cap = next(iter(rows.values())).gib()["capacity"] if rows else None
     return svgchart.stacked_hbars(
-        data, MEMORY_COLORS, marker=cap, marker_label=f"capacity {cap:,.0f} GiB" if cap else "",
+        data, _word_colors(MEMORY_COLORS), marker=cap,
+        marker_label=f"capacity {formatting.sig(cap)} GiB" if cap else "",
         xlabel="memory per GPU (GiB)", title=title, highlight=highlight,
     )
 
@@ -232,7 +253,8 @@ def holding_bars_svg(rows: dict[str, dict[str, float]], marker_gib: float,
     marker is one GPU's HBM.
     """
     return svgchart.stacked_hbars(
-        rows, HOLDING_COLORS, marker=marker_gib, marker_label=marker_label,
+        {label: _in_words(parts) for label, parts in rows.items()}, _word_colors(HOLDING_COLORS),
+        marker=marker_gib, marker_label=marker_label,
         xlabel="memory (GiB = 2^30 bytes)", title=title,
     )
 
@@ -243,7 +265,7 @@ def walk_matches_svg(counts: dict[str, tuple[int, bool]], title: str = "") -> by
             for label, (n, written) in counts.items()}
     return svgchart.stacked_hbars(
         rows, WALK_COLORS, xlabel="glossary terms + concepts found (count)", title=title,
-        row_height=26, total_format=",.0f",
+        row_height=26, total_format=formatting.count, integer_ticks=True,
     )
 
 
@@ -506,11 +528,22 @@ STEP_COLORS = {
 }
 
 
+#: The parts of an iteration in words, as :func:`scaleout.plan.explain` names them.
+STEP_LABELS = dict(_PART_WORDS)
+#: :data:`STEP_COLORS` keyed by those words: the legend of every step-time chart.
+STEP_WORD_COLORS = {STEP_LABELS[p]: c for p, c in STEP_COLORS.items()}
+
+
+def step_in_words(step: Mapping[str, float]) -> dict[str, float]:
+    """An iteration's parts (``{"tp_comm": s, ...}``) keyed by their words, for a chart."""
+    return {STEP_LABELS.get(p, p): float(v) for p, v in step.items()}
+
+
 def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
     """Memory per GPU and seconds per iteration of a search's ``k`` best plans, as SVG.
 
     ``search`` is a :class:`scaleout.plan.SearchResult`; the best plan is drawn in bold,
-    HBM capacity as a dashed line.
+    HBM capacity as a dashed line; the parts of an iteration are named in words.
     """
     a = search.arrays
     idx = search.order[:k]
@@ -518,18 +551,20 @@ def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
               for r, i in enumerate(idx)]
     gib = 2.0**30
     pairs = list(zip(labels, idx, strict=True))
-    mem = {lab: {"weights": a["weights"][i] / gib, "grads": a["grads"][i] / gib,
-                 "optimizer": a["optimizer_state"][i] / gib,
-                 "activations": a["activations"][i] / gib} for lab, i in pairs}
+    mem = {lab: _in_words({"weights": a["weights"][i] / gib, "grads": a["grads"][i] / gib,
+                           "optimizer": a["optimizer_state"][i] / gib,
+                           "activations": a["activations"][i] / gib}) for lab, i in pairs}
     cap = float(a["capacity"][idx[0]]) / gib if len(idx) else None
     top = svgchart.stacked_hbars(
-        mem, MEMORY_COLORS, marker=cap, marker_label=f"HBM {cap:,.0f} GiB" if cap else "",
+        mem, _word_colors(MEMORY_COLORS), marker=cap,
+        marker_label=f"HBM {formatting.sig(cap)} GiB" if cap else "",
         xlabel="memory per GPU (GiB)", title=title or "Memory per GPU of the best plans",
         highlight=labels[0] if labels else None, width=720, row_height=28)
-    step = {lab: {p: float(a[p][i]) for p in STEP_COLORS} for lab, i in pairs}
+    step = {lab: step_in_words({p: a[p][i] for p in STEP_COLORS}) for lab, i in pairs}
     bottom = svgchart.stacked_hbars(
-        step, STEP_COLORS, xlabel="seconds per iteration", title="Where an iteration's time goes",
-        highlight=labels[0] if labels else None, width=720, row_height=28, total_format=",.3g")
+        step, STEP_WORD_COLORS, xlabel="seconds per iteration",
+        title="Where an iteration's time goes",
+        highlight=labels[0] if labels else None, width=720, row_height=28)
     return svgchart.vstack([top, bottom])
 
 

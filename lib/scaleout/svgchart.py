@@ -163,13 +163,19 @@ def _legend(items: Sequence[tuple[str, str, str]], left: float, width: float, y:
     return out
 
 
-def nice_ticks(upper: float, n: int = 5) -> list[float]:
-    """About ``n`` round tick values from 0 to at least ``upper`` (1, 2, 2.5 or 5 times 10^k)."""
+def nice_ticks(upper: float, n: int = 5, *, integer: bool = False) -> list[float]:
+    """About ``n`` round tick values from 0 to at least ``upper`` (1, 2, 2.5 or 5 times 10^k).
+
+    ``integer`` keeps every step a whole number (for counts: no tick at 0.5).
+    """
     if not upper > 0 or not math.isfinite(upper):
         return [0.0, 1.0]
     raw = upper / n
+    if integer:
+        raw = max(raw, 1.0)
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10)
+                if m * mag >= raw and (not integer or float(m * mag).is_integer()))
     count = math.ceil(upper / step - 1e-9)
     return [i * step for i in range(count + 1)]
 
@@ -196,6 +202,7 @@ def stacked_hbars(
     row_height: int = 34,
     total_format: str | Callable[[float], str] | None = None,
     tick_format: Callable[[float], str] = formatting.axis_tick,
+    integer_ticks: bool = False,
 ) -> bytes:
     """Horizontal stacked bars as SVG bytes.
 
@@ -215,6 +222,8 @@ def stacked_hbars(
         (:func:`scaleout.formatting.sig`).
     tick_format
         The x axis' tick labels (default :func:`scaleout.formatting.axis_tick`).
+    integer_ticks
+        Whole-number ticks only (the bars are counts).
 
     The left margin fits the longest row label (in bold where highlighted), the right
     margin the widest total, so nothing is drawn outside the chart.
@@ -238,7 +247,7 @@ def stacked_hbars(
     bottom = top + row_height * len(rows)
     height = bottom + 58 + 20 * (n_legend - 1) - (0 if xlabel else 14)
     upper = max([*totals, marker or 0.0, 1e-9])
-    ticks = nice_ticks(upper)
+    ticks = nice_ticks(upper, integer=integer_ticks)
     xmax = ticks[-1]
 
     def x(v: float) -> float:

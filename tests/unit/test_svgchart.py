@@ -16,3 +16,9 @@ def test_nice_ticks_cover_the_range_with_round_steps():
     assert ticks[0] == 0 and ticks[-1] >= 87.0
     steps = {round(b - a, 9) for a, b in pairwise(ticks)}
     assert steps == {20.0}
+
+
+def test_integer_ticks_for_counts():
+    assert svgchart.nice_ticks(2, integer=True) == [0, 1, 2]
+    assert all(float(t).is_integer() for t in svgchart.nice_ticks(7, integer=True))
+    assert svgchart.nice_ticks(2) == [0, 0.5, 1.0, 1.5, 2.0]

@@ -12,8 +12,10 @@ from typing import Any
 
 import ipywidgets as W
 
+from .. import formatting as fmt
 from .. import pipeline, plotting
 from .common import Explorer
+from .scale_up import html_table
 
 __all__ = ["MAX_M", "MAX_P", "MAX_V", "PipelineExplorer"]
 
@@ -21,6 +23,11 @@ __all__ = ["MAX_M", "MAX_P", "MAX_V", "PipelineExplorer"]
 MAX_P, MAX_M, MAX_V = 16, 64, 4
 _WIDE = {"style": {"description_width": "120px"}, "layout": W.Layout(width="300px")}
 _MS = 1e-3
+
+
+def _micro_batches(n: float) -> str:
+    """``"1 micro-batch"``, ``"2.5 micro-batches"``."""
+    return f"{fmt.sig(n)} micro-batch{'' if n == 1 else 'es'}"
 
 
 class PipelineExplorer(Explorer):
@@ -71,15 +78,14 @@ class PipelineExplorer(Explorer):
             t, title=f"{name}: p={t.p} stages, m={t.m} micro-batches", labels=t.n_tasks <= 1024)
         peak = t.peak_in_flight_mb
         rows = [
-            ("passes", f"{t.n_tasks:,}"),
-            ("iteration", f"{t.makespan_s / _MS:,.2f} ms"),
-            ("ideal (no bubble)", f"{t.ideal_s / _MS:,.2f} ms"),
-            ("bubble, simulated", f"{t.bubble_fraction:.1%}"),
-            ("bubble, formula", f"{t.bubble_closed_form:.1%}"),
-            ("in flight, first stage", f"{peak[0]:g} micro-batches"),
-            ("in flight, last stage", f"{peak[-1]:g} micro-batches"),
+            ("passes", fmt.count(t.n_tasks)),
+            ("iteration", fmt.duration(t.makespan_s)),
+            ("ideal (no bubble)", fmt.duration(t.ideal_s)),
+            ("bubble, simulated", fmt.percent(t.bubble_fraction)),
+            ("bubble, formula", fmt.percent(t.bubble_closed_form)),
+            ("in flight, first stage", _micro_batches(peak[0])),
+            ("in flight, last stage", _micro_batches(peak[-1])),
         ]
-        body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
         note = ("" if t.transfer_s == 0 else
                 "<p>sends add to the simulated bubble; the formula assumes they are free</p>")
-        return f"<table>{body}</table>{note}"
+        return html_table(["", ""], rows, align=["left", "right"]) + note
