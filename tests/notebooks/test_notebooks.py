@@ -139,9 +139,18 @@ def test_committed_without_outputs(path: Path) -> None:
 
 @each_notebook
 def test_last_code_cell_has_self_checks(path: Path) -> None:
+    """The closing cell reports ``{sentence: bool}`` through ``scaleout.selfcheck.report``."""
     last = code_cells(read(path))[-1].source
-    assert re.search(r"^\s*assert\b", last, re.MULTILINE), \
-        "the last code cell must hold the notebook's self-checks (assert statements)"
+    calls = [node for node in ast.walk(ast.parse(last)) if isinstance(node, ast.Call)
+             and getattr(node.func, "attr", None) == "report"
+             and getattr(node.func.value, "id", None) == "selfcheck"]
+    assert calls, ("the last code cell must hold the notebook's self-checks: "
+                   "selfcheck.report({sentence: bool, ...})")
+    checks = calls[0].args[0] if calls[0].args else None
+    if isinstance(checks, ast.Dict):  # written out in the call: sentences are string literals
+        assert len(checks.keys) >= 3, "a notebook should check at least three of its claims"
+        assert all(isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.strip()
+                   for k in checks.keys), "every self-check needs a sentence saying what it checks"
 
 
 @each_notebook
