@@ -255,7 +255,7 @@ def holding_bars_svg(rows: dict[str, dict[str, float]], marker_gib: float,
     return svgchart.stacked_hbars(
         {label: _in_words(parts) for label, parts in rows.items()}, _word_colors(HOLDING_COLORS),
         marker=marker_gib, marker_label=marker_label,
-        xlabel="memory (GiB = 2^30 bytes)", title=title,
+        xlabel="memory (GiB = 2³⁰ bytes)", title=title,
     )
 
 

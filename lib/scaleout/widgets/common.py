@@ -35,7 +35,7 @@ _STYLE = """
 .so-status-bad {color:#b00020;font-weight:600}
 .so-error {color:#b00020;background:#fdecea;border-left:4px solid #b00020;padding:4px 8px;
   line-height:1.4;white-space:normal}
-.so-readout {line-height:1.4; overflow-wrap:anywhere}
+.so-readout {line-height:1.4}
 .so-readout p {margin:4px 0 8px}
 .so-readout table, table.so-table {border-collapse:collapse; font-variant-numeric:tabular-nums;
   line-height:1.35; margin:4px 0 8px; max-width:100%}
@@ -47,6 +47,12 @@ _STYLE = """
 table.so-table td.so-text {text-align:left; overflow-wrap:normal; word-break:keep-all}
 </style>
 """
+
+
+def _tidy_float(value: float) -> float:
+    """A value for a typed number box, to 4 significant figures: ``10.547349562026666`` shows
+    as ``10.55``, not as sixteen digits (a box shows its value's full ``repr``)."""
+    return float(f"{value:.4g}") if math.isfinite(value) and value != 0 else value
 
 
 def _option_texts(control: W.Widget) -> list[str]:
@@ -185,7 +191,10 @@ class Explorer:
 
     # -- machinery --------------------------------------------------------------------
     def set_values(self, **values: Any) -> None:
-        """Set controls by name; an unknown name is a ``ValueError`` listing the controls."""
+        """Set controls by name; an unknown name is a ``ValueError`` listing the controls.
+
+        Floats typed into number boxes are shown to 4 significant figures.
+        """
         for name in values:
             if name not in self.controls:
                 raise ValueError(
@@ -193,7 +202,10 @@ class Explorer:
                     f"controls: {', '.join(self.controls)}"
                 )
         for name, value in values.items():
-            self.controls[name].value = value
+            control = self.controls[name]
+            if isinstance(control, W.FloatText | W.BoundedFloatText) and isinstance(value, float):
+                value = _tidy_float(value)
+            control.value = value
 
     def values(self) -> dict[str, Any]:
         """Current control values by name."""

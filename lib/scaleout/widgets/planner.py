@@ -110,9 +110,9 @@ class PlannerExplorer(Explorer):
             r, k=5, title=f"{r.model} on {fmt.count(r.n_gpus)} × {r.gpu}: memory of the best plans")
         best = self.best
         table = html_table(
-            ["#", "plan", "memory per GPU", "iteration", "vs best", "MFU"],
-            [(row["rank"], row["plan"], f"{fmt.sig(row['memory_gib'])} GiB",
-              fmt.duration(row["step_s"]), fmt.percent(row["slower_pct"] / 100, signed=True),
+            ["#", "plan", "GiB per GPU", "s per iteration", "vs best", "MFU"],
+            [(row["rank"], row["plan"], fmt.sig(row["memory_gib"]),
+              fmt.sig(row["step_s"]), fmt.percent(row["slower_pct"] / 100, signed=True),
               fmt.percent(row["mfu_pct"] / 100)) for row in r.top(_TOP)],
             align=["right", "left", "right", "right", "right", "right"],
             col_styles=["", "min-width:12em", "", "", "", ""])

@@ -59,7 +59,7 @@ class CheckpointExplorer(Explorer):
         storage = reliability.figure("llama3-storage-sustained").si / units.GB
         return {
             "interval_min": W.FloatLogSlider(value=5.0, base=10, min=-1, max=4, step=0.02,
-                                             description="interval (min)",
+                                             description="interval (min)", readout_format=",.3r",
                                              continuous_update=False, **_WIDE),
             "model": W.Dropdown(options=[*catalog.model_names(), CUSTOM_SIZE],
                                 value="llama3-405b", description="model", **_WIDE),
@@ -67,7 +67,8 @@ class CheckpointExplorer(Explorer):
                                                 description="checkpoint (TB)", **_WIDE),
             "storage_gbytes_s": W.FloatLogSlider(value=storage, base=10, min=0, max=5,
                                                  step=0.05, description="storage (GB/s)",
-                                                 continuous_update=False, **_WIDE),
+                                                 readout_format=",.3r", continuous_update=False,
+                                                 **_WIDE),
             "mtbf_from": W.Dropdown(options=list(MTBF_SOURCES), value=MTBF_SOURCES[0],
                                     description="MTBF from", **_WIDE),
             "study": W.Dropdown(options=reliability.study_names(), value=_STUDY,

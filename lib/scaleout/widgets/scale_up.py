@@ -36,7 +36,8 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *,
     ``align`` gives ``"left"`` or ``"right"`` per column (default: text left,
     numbers right). Right-aligned cells hold numbers and never wrap; other cells and
     headers wrap between words (Korean too: ``word-break: keep-all`` keeps a word whole).
-    ``col_styles`` adds CSS per column (e.g. ``"min-width:16em"``). Numbers that are
+    ``col_styles`` adds CSS per column (e.g. ``"min-width:16em"``); a header of empty
+    strings draws no header row (a key-value table). Numbers that are
     not already text are formatted by :func:`scaleout.formatting.sig` (``int`` with
     separators).
     """
@@ -59,8 +60,9 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *,
         "<tr>" + "".join(cell("td", v, a, st) for v, a, st in zip(r, align, styles, strict=True))
         + "</tr>" for r in rows
     )
-    return (f'<table class="so-table" style="border-collapse:collapse"><tr>{head}</tr>{body}'
-            "</table>")
+    head_row = f"<tr>{head}</tr>" if any(str(h).strip() for h in header) else ""
+    return f'<table class="so-table" style="border-collapse:collapse">{head_row}{body}</table>'
+
 
 
 # =========================================================================== 00: glossary
@@ -97,9 +99,8 @@ class GlossaryExplorer(Explorer):
             title=(f"'{r.query}': {formatting.plural(len(r.terms), 'term')}, "
                    f"{formatting.plural(len(r.concepts), 'concept')}"),
         )
-        status = {nb.id: nb.status for nb in walk}
-        rows = [(t.term, t.korean, t.definition, f"{t.notebook} ({status[t.notebook]})")
-                for t in r.terms[:_MAX_ROWS]]
+        where = {nb.id: f"{nb.short} ({nb.status})" for nb in walk}
+        rows = [(t.term, t.korean, t.definition, where[t.notebook]) for t in r.terms[:_MAX_ROWS]]
         more = len(r.terms) - len(rows)
         tail = (f"<p>… and {formatting.plural(more, 'more term')}: narrow the search.</p>"
                 if more > 0 else "")

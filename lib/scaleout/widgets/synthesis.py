@@ -89,10 +89,10 @@ class DomainExplorer(Explorer):
         self.image.value = svgchart.vstack([top, bottom])
 
         table = html_table(
-            ["GPUs per domain", "best plan", "iteration", "MFU", "days computing",
+            ["GPUs per domain", "best plan", "s per iteration", "MFU", "days computing",
              "days, wall clock"],
             [(("★ " if o.domain_gpus == cp.gpus_per_node else "") + str(o.domain_gpus),
-              o.label, fmt.duration(o.step_s), fmt.percent(o.mfu), fmt.sig(o.training_days),
+              o.label, fmt.sig(o.step_s), fmt.percent(o.mfu), fmt.sig(o.training_days),
               fmt.sig(cp.wall_days_of(o.domain_gpus))) for o in options],
             align=["right", "left", "right", "right", "right", "right"],
             col_styles=["", "min-width:12em", "", "", "", ""])
