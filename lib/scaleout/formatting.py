@@ -300,8 +300,8 @@ def money(amount: float, currency: str = "USD", digits: int = 3) -> str:
     codes of :data:`CURRENCY_SYMBOLS` print with their symbol, any other code
     before the amount (``"CHF 1,234"``). Amounts from a million up use words
     (million, billion, trillion); smaller ones are whole units with separators,
-    and under 100 they keep cents (``"$3.50"``), except in currencies without
-    them in use (yen, won).
+    rounded to ``digits`` significant figures (``"$638,000"``), and under 100 they
+    keep cents (``"$3.50"``), except in currencies without them in use (yen, won).
     """
     code = str(currency).strip().upper()
     if len(code) != 3 or not code.isalpha():
@@ -316,6 +316,8 @@ def money(amount: float, currency: str = "USD", digits: int = 3) -> str:
         return f"{sign}{prefix}{bad}"
     if ax >= 1e6:
         text = large_count(ax, digits, words=True)
+    elif ax >= 10 ** (digits + 1):  # $638,022 reads as $638,000: no false precision
+        text = f"{round(ax, digits - 1 - math.floor(math.log10(ax))):,.0f}"
     elif ax >= 100 or code in _WHOLE_UNIT_CURRENCIES:
         text = f"{round(ax):,}"
     else:

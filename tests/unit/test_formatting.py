@@ -133,9 +133,11 @@ def test_durations_pick_the_unit_a_reader_would(seconds, text):
 def test_money_has_a_currency_symbol_and_the_currency_is_a_parameter():
     assert fmt.money(12_345_678) == "$12.3 million"
     assert fmt.money(2.4e9) == "$2.4 billion"
-    assert fmt.money(123_456.7) == "$123,457"
+    assert fmt.money(123_456.7) == "$123,000"           # three significant figures
+    assert fmt.money(638_022) == "$638,000"
+    assert fmt.money(999) == "$999"
     assert fmt.money(3.5) == "$3.50"
-    assert fmt.money(123_456.7, "EUR") == "€123,457"
+    assert fmt.money(123_456.7, "EUR") == "€123,000"
     assert fmt.money(12_345_678, "krw") == "₩12.3 million"
     assert fmt.money(42, "KRW") == "₩42"                  # no cents in won
     assert fmt.money(1234, "CHF") == "CHF 1,234"          # a code without a symbol here
