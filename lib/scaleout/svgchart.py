@@ -24,6 +24,8 @@ from . import formatting
 __all__ = ["gantt", "line_chart", "nice_ticks", "stacked_hbars", "text_width", "vstack"]
 
 _FONT = 'font-family="DejaVu Sans, Arial, sans-serif"'
+#: A white outline under a label, so that it stays readable where it crosses a line.
+_HALO = ' stroke="#ffffff" stroke-width="3" paint-order="stroke"'
 
 # Advance widths of DejaVu Sans (regular, bold), in thousandths of the font size, for the
 # printable ASCII characters 32-126 (read from the font files matplotlib ships).
@@ -112,7 +114,7 @@ def _marker_text(x: float, y: float, label: str, right_side: bool, left: float =
         xx = max(xx, left + w)
     else:
         xx = min(xx, right - w)
-    return (f'<text x="{xx:.1f}" y="{y:g}" font-size="{size:g}" text-anchor="{anchor}">'
+    return (f'<text x="{xx:.1f}" y="{y:g}" font-size="{size:g}" text-anchor="{anchor}"{_HALO}>'
             f"{escape(label)}</text>")
 
 
@@ -276,7 +278,7 @@ def stacked_hbars(
                            f'width="{x(acc + v) - x(acc):.1f}" height="{h:g}" fill="{color}">'
                            f"<title>{escape(name)}: {formatting.sig(v)}</title></rect>")
             acc += v
-        out.append(f'<text x="{x(acc) + 4:.1f}" y="{y0 + h / 2 + 4:.1f}"{weight}>'
+        out.append(f'<text x="{x(acc) + 4:.1f}" y="{y0 + h / 2 + 4:.1f}"{weight}{_HALO}>'
                    f"{escape(total_texts[i])}</text>")
     if marker is not None and math.isfinite(marker):
         out.append(f'<line x1="{x(marker):.1f}" x2="{x(marker):.1f}" y1="{top - 6:g}" '
