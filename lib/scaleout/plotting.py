@@ -2,7 +2,9 @@
 
 Functions take results computed by the library and an ``Axes`` to draw on, so
 a widget can redraw the same figure on every event. Figures are built with
-``matplotlib.figure.Figure`` (not pyplot) so they are never shown twice.
+``matplotlib.figure.Figure`` (not pyplot) so they are never shown twice. Importing this
+module lets matplotlib draw Korean with a CJK font where one is installed
+(:func:`scaleout.fonts.use_korean_font`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from . import formatting, svgchart
+from . import fonts, formatting, svgchart
 from .memory import MemoryBreakdown
 from .plan import _PART_WORDS
+
+fonts.use_korean_font()  # Korean labels draw with a CJK font where one is installed
 
 __all__ = [
     "HOLDING_COLORS",
