@@ -24,11 +24,13 @@ _STYLE = """
 .so-body {gap:10px 22px; min-width:0}
 .so-body > .so-figure {flex:0 1 auto; max-width:100%; height:auto; min-width:0}
 .so-body > .so-readout-box {flex:1 1 340px; min-width:300px; max-width:720px}
-.so-body.so-stacked {flex-direction:column !important}
-.so-body.so-stacked > .so-readout-box {max-width:100%; width:100%; flex:1 1 auto}
+.so-body.so-stacked {flex-direction:column !important; align-items:stretch !important}
+.so-body.so-stacked > .so-figure {align-self:flex-start}
+.so-body.so-stacked > .so-readout-box {max-width:none; width:auto; flex:1 1 auto}
 @media (max-width: 1024px) {
-  .so-body {flex-direction:column !important}
-  .so-body > .so-readout-box {max-width:100%; width:100%; flex:1 1 auto}
+  .so-body {flex-direction:column !important; align-items:stretch !important}
+  .so-body > .so-figure {align-self:flex-start}
+  .so-body > .so-readout-box {max-width:none; width:auto; flex:1 1 auto}
 }
 .so-status:empty {display:none}
 .so-status-ok {color:#1b5e20;font-weight:600}

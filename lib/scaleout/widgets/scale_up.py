@@ -34,12 +34,12 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *,
     """An HTML table (cells escaped) for readouts and notebook tables.
 
     ``align`` gives ``"left"`` or ``"right"`` per column (default: text left,
-    numbers right). Right-aligned cells hold numbers and never wrap; other cells and
-    headers wrap between words (Korean too: ``word-break: keep-all`` keeps a word whole).
-    ``col_styles`` adds CSS per column (e.g. ``"min-width:16em"``); a header of empty
-    strings draws no header row (a key-value table). Numbers that are
-    not already text are formatted by :func:`scaleout.formatting.sig` (``int`` with
-    separators).
+    numbers right). Right-aligned cells hold numbers and never wrap, nor does a single
+    word (``endpoint-leaf`` stays whole); other cells and headers wrap between words
+    (Korean too: ``word-break: keep-all`` keeps a word whole). ``col_styles`` adds CSS per
+    column (e.g. ``"min-width:16em"``); a header of empty strings draws no header row (a
+    key-value table). Numbers that are not already text are formatted by
+    :func:`scaleout.formatting.sig` (``int`` with separators).
     """
     def text(value: Any) -> str:
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -47,9 +47,12 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *,
         return formatting.count(value) if isinstance(value, int) else formatting.sig(value)
 
     def cell(tag: str, value: Any, a: str, extra: str) -> str:
-        wrap = "white-space:nowrap" if a == "right" and tag == "td" else "word-break:keep-all"
+        shown = text(value)
+        one_word = shown.strip() and not any(ch.isspace() for ch in shown.strip())
+        wrap = ("white-space:nowrap" if (a == "right" and tag == "td") or one_word
+                else "word-break:keep-all")
         return (f'<{tag} style="text-align:{a};padding:3px 9px;vertical-align:top;{wrap}'
-                f'{";" + extra if extra else ""}">{html.escape(text(value))}</{tag}>')
+                f'{";" + extra if extra else ""}">{html.escape(shown)}</{tag}>')
 
     if align is None:
         first = rows[0] if rows else [""] * len(header)
