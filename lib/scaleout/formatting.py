@@ -331,7 +331,7 @@ def axis_tick(value: float, unit: str = "", *, binary: bool = False) -> str:
     With a ``unit`` the value is printed with an SI prefix (``"10 GB/s"``); ``binary``
     prints bytes with an IEC prefix (``"256 MiB"``, for power-of-two sizes). Without a unit,
     values from 10⁴ up get the short-scale letters k, M, B, T (``"20k"``, ``"1.5M"``),
-    and small ones their significant figures (``"0.25"``).
+    and smaller ones their significant figures without separators (``"0.25"``, ``"2024"``).
     """
     x = float(value)
     if (bad := _nonfinite(x)) is not None:
@@ -345,7 +345,7 @@ def axis_tick(value: float, unit: str = "", *, binary: bool = False) -> str:
         for factor, letter in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
             if ax >= factor * (1 - 1e-12):
                 return f"{sig(x / factor, 3)}{letter}"
-    return sig(x, 3)
+    return sig(x, 3, grouping=False)  # "2024" (a year on an axis), "1000"
 
 
 def axis_formatter(unit: str = "", *, binary: bool = False) -> Callable[[float, int], str]:

@@ -15,6 +15,12 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import (
+    FuncFormatter,
+    LogFormatterSciNotation,
+    NullFormatter,
+    ScalarFormatter,
+)
 
 from . import fonts, formatting, svgchart
 from .memory import MemoryBreakdown
@@ -36,6 +42,7 @@ __all__ = [
     "STEP_WORD_COLORS",
     "TIME_COLORS",
     "WALK_COLORS",
+    "HumanFigure",
     "bubble_curves",
     "clos_diagram",
     "dp_timeline",
@@ -91,13 +98,34 @@ def memory_bars_svg(rows: dict[str, MemoryBreakdown], title: str = "",
     )
 
 
+class HumanFigure(Figure):
+    """A ``Figure`` whose axes print numbers as people write them, with no offset or exponent.
+
+    When drawn, every linear or log axis still on matplotlib's default number formatter gets
+    :func:`scaleout.formatting.axis_tick` instead: ``20k``, ``1.5M``, ``0.25``, never ``1e6``
+    in a corner. Axes whose ticks were labelled otherwise (categories, fixed labels) are left
+    alone.
+    """
+
+    def draw(self, renderer):
+        for ax in self.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                formatter = axis.get_major_formatter()
+                if isinstance(formatter, ScalarFormatter | LogFormatterSciNotation):
+                    axis.set_major_formatter(FuncFormatter(formatting.axis_formatter()))
+                    if isinstance(formatter, LogFormatterSciNotation):
+                        axis.set_minor_formatter(NullFormatter())
+        return super().draw(renderer)
+
+
 def new_figure(width: float = 8.0, height: float = 3.2) -> tuple[Figure, Axes]:
     """A pyplot-free figure with one axes, sized for a notebook or a projector.
 
-    No layout engine: the inline backend saves with ``bbox_inches="tight"``, which already
-    keeps labels and outside legends in frame, at half the cost of constrained layout.
+    Its tick labels are human numbers (:class:`HumanFigure`). No layout engine: the inline
+    backend saves with ``bbox_inches="tight"``, which already keeps labels and outside
+    legends in frame, at half the cost of constrained layout.
     """
-    fig = Figure(figsize=(width, height))
+    fig = HumanFigure(figsize=(width, height))
     return fig, fig.add_subplot()
 
 
