@@ -22,7 +22,7 @@ from .. import formatting as fmt
 from .common import Explorer
 from .scale_up import html_table
 
-__all__ = ["ALGORITHM_COLORS", "FIT_PREFIX", "CollectiveExplorer", "size_text"]
+__all__ = ["ALGORITHM_COLORS", "ALGORITHM_LABELS", "FIT_PREFIX", "CollectiveExplorer", "size_text"]
 
 #: One colour per algorithm, the same in the notebook's figures.
 ALGORITHM_COLORS = {
@@ -31,6 +31,9 @@ ALGORITHM_COLORS = {
     "halving_doubling": "#2ca02c",
     "sharp": "#9467bd",
 }
+#: The algorithms and collectives in words, for menus, legends and tables.
+ALGORITHM_LABELS = {"ring": "ring", "tree": "double binary tree",
+                    "halving_doubling": "halving-doubling", "sharp": "SHARP (in-network)"}
 _BOUND_COLOR = "#555555"
 _BOUND = "bandwidth lower bound"
 _LINK_LINE = "link bandwidth B"
@@ -46,6 +49,11 @@ def size_text(n_bytes: float) -> str:
     if not np.isfinite(n_bytes):
         return "none"
     return fmt.bytes_iec(n_bytes)
+
+
+def _op_text(op: str) -> str:
+    """``"all_reduce"`` → ``"all-reduce"``: a collective as it is written in prose."""
+    return op.replace("_", "-")
 
 
 #: Ticks of the message-size axis: 1 B, 32 B, 1 KiB, 32 KiB ... 8 GiB.
@@ -75,9 +83,10 @@ class CollectiveExplorer(Explorer):
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         links = [*catalog.link_names(), *(FIT_PREFIX + name for name in calibration.log_names())]
         return {
-            "op": W.Dropdown(options=list(collectives.OPS), value="all_reduce",
-                             description="collective", **_WIDE),
-            "algorithms": W.SelectMultiple(options=list(collectives.ALGORITHMS),
+            "op": W.Dropdown(options=[(_op_text(op), op) for op in collectives.OPS],
+                             value="all_reduce", description="collective", **_WIDE),
+            "algorithms": W.SelectMultiple(options=[(ALGORITHM_LABELS.get(a, a), a)
+                                                    for a in collectives.ALGORITHMS],
                                            value=("ring", "tree"), rows=4,
                                            description="algorithms", **_WIDE),
             "link": W.Dropdown(options=links, value="InfiniBand NDR", description="link",
@@ -153,10 +162,12 @@ class CollectiveExplorer(Explorer):
     # -- drawing ----------------------------------------------------------------------------
     def _render(self, r: dict[str, Any]) -> str:
         sw = r["sweep"]
-        colors = {a: ALGORITHM_COLORS[a] for a in r["algorithms"]}
+        name = {a: ALGORITHM_LABELS.get(a, a) for a in r["algorithms"]}
+        colors = {name[a]: ALGORITHM_COLORS[a] for a in r["algorithms"]}
         size, best = r["size_bytes"], r["best"]
-        where = f"{r['op']}, n = {fmt.count(r['n'])}, {r['link_label']}"
-        times = {a: (sw["size_bytes"], sw["time_s"][a]) for a in r["algorithms"]}
+        op = _op_text(r["op"])
+        where = f"{op}, n = {fmt.count(r['n'])}, {r['link_label']}"
+        times = {name[a]: (sw["size_bytes"], sw["time_s"][a]) for a in r["algorithms"]}
         curves = np.concatenate([t for _, t in times.values()])
         curves = curves[curves > 0]
         y_lo = float(curves.min()) / 2 if curves.size else 1e-9
@@ -167,35 +178,37 @@ class CollectiveExplorer(Explorer):
         top = svgchart.line_chart(
             times, {**colors, _BOUND: _BOUND_COLOR}, logx=True, logy=True, y_range=(y_lo, y_hi),
             xlabel="message size S", ylabel="time", title=f"Time: {where}",
-            dashed=(_BOUND,), highlight=best, marker_x=size, marker_label=size_text(size),
-            points={a: (size, r["time_s"][a]) for a in r["algorithms"]}, height=330,
+            dashed=(_BOUND,), highlight=name[best], marker_x=size, marker_label=size_text(size),
+            points={name[a]: (size, r["time_s"][a]) for a in r["algorithms"]}, height=330,
             xticks=_SIZE_TICKS, xtick_format=fmt.bytes_iec, ytick_format=fmt.duration)
         link_b = r["link"].bandwidth_bytes_s / 1e9
-        bus = {a: (sw["size_bytes"], sw["busbw_gbytes_s"][a]) for a in r["algorithms"]}
+        bus = {name[a]: (sw["size_bytes"], sw["busbw_gbytes_s"][a]) for a in r["algorithms"]}
         bus[_LINK_LINE] = (sw["size_bytes"], np.full(sw["size_bytes"].shape, link_b))
         peak = max([link_b, *(float(np.max(y)) for _, y in bus.values())])
         bottom = svgchart.line_chart(
             bus, {**colors, _LINK_LINE: _BOUND_COLOR}, logx=True,
             xlabel="message size S", ylabel="bus bandwidth (GB/s)",
-            title="Bus bandwidth = S / t · F(n)", dashed=(_LINK_LINE,), highlight=best,
+            title="Bus bandwidth = S / t · F(n)", dashed=(_LINK_LINE,), highlight=name[best],
             marker_x=size, y_range=(0.0, peak * 1.1),
-            points={a: (size, r["busbw_gbytes_s"][a]) for a in r["algorithms"]}, height=300,
+            points={name[a]: (size, r["busbw_gbytes_s"][a]) for a in r["algorithms"]},
+            height=300,
             xticks=_SIZE_TICKS, xtick_format=fmt.bytes_iec)
         self.image.value = svgchart.vstack([top, bottom])
 
-        rows = [(a + (" ★" if a == best else ""), fmt.duration(r["time_s"][a]),
+        rows = [(name[a] + (" ★" if a == best else ""), fmt.duration(r["time_s"][a]),
                  fmt.byte_rate(r["busbw_gbytes_s"][a] * 1e9), fmt.percent(r["latency_share"][a]),
                  size_text(r["crossover_bytes"][a])) for a in r["algorithms"]]
         table = html_table(["algorithm", "time", "bus bandwidth", "latency share",
                             "crossover S*"], rows,
                            align=["left", "right", "right", "right", "right"])
-        skipped = (f"<p>Not modelled for {html.escape(r['op'])}: "
-                   f"{html.escape(', '.join(r['skipped']))}.</p>" if r["skipped"] else "")
+        skipped = (f"<p>Not modelled for {html.escape(op)}: "
+                   f"{html.escape(', '.join(ALGORITHM_LABELS.get(a, a) for a in r['skipped']))}"
+                   ".</p>" if r["skipped"] else "")
         ab = r["link"]
         return (
-            f"<p><b>{html.escape(r['op'])}</b> of {size_text(size)} on "
+            f"<p><b>{html.escape(op)}</b> of {size_text(size)} on "
             f"{fmt.plural(r['n'], 'GPU')}; link α = {fmt.duration(ab.latency_s)}, "
             f"B = {fmt.byte_rate(ab.bandwidth_bytes_s)} per direction</p>{table}"
             f"<p>Bandwidth lower bound: {fmt.duration(r['bound_s'])}. Fastest here: "
-            f"<b>{html.escape(best)}</b>.</p>{skipped}"
+            f"<b>{html.escape(name[best])}</b>.</p>{skipped}"
         )
