@@ -83,11 +83,13 @@ class GlossaryExplorer(Explorer):
     readout_below = True  # a table of definitions needs the full width
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
-        ids = [glossary.ALL, *(nb.id for nb in glossary.walk())]
+        menu = [("every notebook", glossary.ALL),
+                *((f"{nb.id[:2]} · {nb.title}" if nb.id[:2].isdigit() else nb.title, nb.id)
+                  for nb in glossary.walk())]
         return {
             "query": W.Text(value="parallelism", description="search", continuous_update=False,
                             placeholder="e.g. bubble, 버블, RDMA", **_WIDE),
-            "notebook": W.Dropdown(options=ids, value=glossary.ALL, description="notebook",
+            "notebook": W.Dropdown(options=menu, value=glossary.ALL, description="notebook",
                                    **_WIDE),
         }
 
