@@ -1,17 +1,16 @@
 """Korean in matplotlib figures: find a font with Hangul and let matplotlib fall back to it.
 
 Matplotlib's default font (DejaVu Sans) has no Hangul, so a Korean label draws as empty
-boxes. :func:`use_korean_font` finds a CJK font through matplotlib's font manager (Noto
-Sans CJK from Debian's ``fonts-noto-cjk``, Nanum Gothic, Malgun Gothic, Apple SD Gothic
-Neo ...) and adds it after the default family in ``font.family``: Latin text keeps DejaVu
-Sans, and matplotlib (3.6 and later) takes each glyph DejaVu Sans lacks, Hangul, from the
-CJK font. :mod:`scaleout.plotting`
-calls it when imported, so every notebook's figures can carry Korean labels.
+boxes. :func:`korean_font` finds a CJK font through matplotlib's font manager (Noto Sans CJK
+from Debian's ``fonts-noto-cjk``, Nanum Gothic, Malgun Gothic, Apple SD Gothic Neo ...).
+:func:`fit_korean_texts` gives the texts of a figure that hold Hangul that font as a
+fallback: Latin glyphs keep DejaVu Sans, and matplotlib (3.6 and later) takes each glyph
+DejaVu Sans lacks from the CJK font. The figures of :func:`scaleout.plotting.new_figure` do
+it whenever they are drawn; :func:`use_korean_font` does it for every text of every figure.
 
 Matplotlib caches its font list when it first runs; a font installed later is missing from
 that cache, so the font files on disk are looked at too. When no such font exists the figures
-still draw (Hangul as boxes) and :data:`NO_FONT_NOTE` says what to install;
-``use_korean_font(warn=True)`` issues it as a warning.
+still draw (Hangul as boxes) and a warning, :data:`NO_FONT_NOTE`, says what to install.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ import functools
 import warnings
 from pathlib import Path
 
-__all__ = ["KOREAN_FAMILIES", "NO_FONT_NOTE", "font_has_hangul", "korean_font",
-           "use_korean_font"]
+__all__ = ["KOREAN_FAMILIES", "NO_FONT_NOTE", "fit_korean_texts", "font_has_hangul",
+           "has_hangul", "korean_font", "use_korean_font"]
 
 #: Font families with Hangul, in order of preference.
 KOREAN_FAMILIES = ("Noto Sans CJK KR", "Noto Sans KR", "NanumGothic", "Nanum Gothic",
@@ -84,8 +83,44 @@ def font_has_hangul(family: str) -> bool:
     return all(face.get_char_index(ord(ch)) != 0 for ch in "한국어")
 
 
+def has_hangul(text: str) -> bool:
+    """True if ``text`` holds a Hangul syllable or letter."""
+    return any("\uac00" <= ch <= "\ud7a3" or "\u1100" <= ch <= "\u11ff"
+               or "\u3130" <= ch <= "\u318f" for ch in text)
+
+
+def fit_korean_texts(figure) -> int:
+    """Give every text of ``figure`` that holds Hangul the CJK font as a fallback.
+
+    Only those texts: a fallback font on every text of every figure would make each one
+    about a third slower to draw. Returns how many texts were changed; with no CJK font
+    installed, warns once with :data:`NO_FONT_NOTE` (the figure still draws, Hangul as boxes).
+    """
+    from matplotlib import rcParams
+    from matplotlib.text import Text
+
+    korean = [t for t in figure.findobj(Text) if has_hangul(t.get_text())]
+    if not korean:
+        return 0
+    family = korean_font()
+    if family is None:
+        _warn_once()
+        return 0
+    for t in korean:
+        current = [f for f in t.get_fontfamily() if f != family] or list(rcParams["font.family"])
+        t.set_fontfamily([*current, family])
+    return len(korean)
+
+
+@functools.cache
+def _warn_once() -> None:
+    warnings.warn(NO_FONT_NOTE, stacklevel=3)
+
+
 def use_korean_font(*, warn: bool = False) -> str | None:
-    """Let matplotlib draw Hangul: the CJK font goes after the default in ``font.family``.
+    """Let matplotlib draw Hangul in every figure: the CJK font goes after the default in
+    ``font.family`` (each text then carries a fallback font and draws about a third slower;
+    :func:`fit_korean_texts` does it for the texts with Hangul only).
 
     Returns the family used, or ``None`` (with :data:`NO_FONT_NOTE` as a warning when
     ``warn``) if no font with Hangul is installed.

@@ -2,9 +2,9 @@
 
 Functions take results computed by the library and an ``Axes`` to draw on, so
 a widget can redraw the same figure on every event. Figures are built with
-``matplotlib.figure.Figure`` (not pyplot) so they are never shown twice. Importing this
-module lets matplotlib draw Korean with a CJK font where one is installed
-(:func:`scaleout.fonts.use_korean_font`).
+``matplotlib.figure.Figure`` (not pyplot) so they are never shown twice; those of
+:func:`new_figure` print human numbers on their axes and draw Korean with a CJK font where
+one is installed (:class:`HumanFigure`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from matplotlib.ticker import (
 from . import fonts, formatting, svgchart
 from .memory import MemoryBreakdown
 from .plan import _PART_WORDS
-
-fonts.use_korean_font()  # Korean labels draw with a CJK font where one is installed
 
 __all__ = [
     "HOLDING_COLORS",
@@ -104,10 +102,11 @@ class HumanFigure(Figure):
     When drawn, every linear or log axis still on matplotlib's default number formatter gets
     :func:`scaleout.formatting.axis_tick` instead: ``20k``, ``1.5M``, ``0.25``, never ``1e6``
     in a corner. Axes whose ticks were labelled otherwise (categories, fixed labels) are left
-    alone.
+    alone. Texts with Hangul draw with a CJK font (:func:`scaleout.fonts.fit_korean_texts`).
     """
 
     def draw(self, renderer):
+        fonts.fit_korean_texts(self)
         for ax in self.axes:
             for axis in (ax.xaxis, ax.yaxis):
                 formatter = axis.get_major_formatter()

@@ -9,8 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from matplotlib import rcParams
-from matplotlib.figure import Figure
-from scaleout import fonts
+from scaleout import fonts, plotting
 
 
 def _need_font() -> str:
@@ -24,8 +23,9 @@ def _need_font() -> str:
 
 
 def _draw(text: str) -> np.ndarray:
-    """``text`` drawn alone by Agg, as a greyscale array (white background)."""
-    fig = Figure(figsize=(1.2, 0.6), dpi=100)
+    """``text`` drawn alone by Agg on a workbook figure, as a greyscale array (white page)."""
+    fig, ax = plotting.new_figure(1.2, 0.6)
+    ax.set_axis_off()
     fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=20)
     buf = io.BytesIO()
     fig.savefig(buf, format="rgba", dpi=100)
@@ -36,9 +36,6 @@ def _draw(text: str) -> np.ndarray:
 def test_a_korean_label_renders_with_a_cjk_font():
     family = _need_font()
     assert fonts.font_has_hangul(family)
-    import scaleout.plotting  # noqa: F401  (importing it sets the fallback up)
-
-    assert rcParams["font.family"][-1] == family
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         first, second = _draw("한"), _draw("국")
@@ -50,16 +47,28 @@ def test_a_korean_label_renders_with_a_cjk_font():
     assert np.abs(first - second).sum() > 1000
 
 
-def test_latin_text_keeps_the_default_font():
+def test_only_texts_with_hangul_get_the_cjk_font():
     family = _need_font()
-    fonts.use_korean_font()
-    assert rcParams["font.family"][0] != family  # the CJK font only fills in missing glyphs
+    fig, ax = plotting.new_figure()
+    ax.set_title("버블 (bubble)")
+    ax.set_xlabel("micro-batches")
+    assert fonts.fit_korean_texts(fig) == 1
+    assert ax.title.get_fontfamily()[-1] == family
+    assert family not in ax.xaxis.label.get_fontfamily()  # Latin-only text: no fallback cost
+    assert family not in rcParams["font.family"]
 
 
+@pytest.mark.filterwarnings("ignore:Glyph .* missing from font")  # the boxes this test expects
 def test_without_a_cjk_font_figures_still_draw_and_a_note_says_what_to_install(monkeypatch):
     monkeypatch.setattr(fonts, "korean_font", lambda: None)
+    fonts._warn_once.cache_clear()
     before = list(rcParams["font.family"])
     with pytest.warns(UserWarning, match="fonts-noto-cjk"):
         assert fonts.use_korean_font(warn=True) is None
     assert list(rcParams["font.family"]) == before
     assert fonts.use_korean_font() is None  # quiet unless asked
+    fig, ax = plotting.new_figure()
+    ax.set_title("버블")
+    with pytest.warns(UserWarning, match="fonts-noto-cjk"):
+        fig.savefig(io.BytesIO(), format="png")
+    fonts._warn_once.cache_clear()
