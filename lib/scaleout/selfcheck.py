@@ -47,6 +47,10 @@ class SelfCheckResult:
         """``{"total", "passed", "failed"}`` for a JSON summary."""
         return {"total": self.total, "passed": self.passed, "failed": list(self.failed)}
 
+    def _ipython_display_(self) -> None:
+        """Nothing: a notebook's closing ``selfcheck.report(...)`` adds no ``SelfCheckResult(...)``
+        line under the one :func:`report` printed (or, in Voila, under nothing)."""
+
 
 def in_voila() -> bool:
     """True inside a kernel started by Voilà (it sets ``VOILA_KERNEL_ID``)."""

@@ -49,3 +49,13 @@ def test_a_check_that_is_not_a_bool_is_a_defect(value):
 def test_checks_must_be_sentences(checks):
     with pytest.raises(ValueError):
         selfcheck.report(checks, quiet=True)
+
+
+def test_the_result_of_a_closing_cell_displays_nothing(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    formatter = InteractiveShell.instance().display_formatter
+    result = selfcheck.report({"true is true": True}, quiet=True)
+    # what a cell ending in selfcheck.report(...) shows: nothing (its own display hook runs)
+    assert formatter.format(result) == ({}, {})
+    assert capsys.readouterr().out == ""
