@@ -28,6 +28,7 @@ __all__ = [
     "SPECS",
     "CatalogName",
     "Choice",
+    "Currency",
     "Flag",
     "Int",
     "LinkName",
@@ -112,6 +113,24 @@ class Text(Rule):
         if len(value) > self.max_len or (not value and not self.empty):
             raise ValueError(f"{name} must be text of {'1' if not self.empty else '0'} to "
                              f"{self.max_len} characters, got {len(value)}")
+        return value
+
+
+@dataclass(frozen=True)
+class Currency(Rule):
+    """An ISO 4217 currency code (``"USD"``, ``"EUR"``, ``"KRW"``), as
+    :func:`scaleout.formatting.money` accepts."""
+
+    def check(self, name: str, value: Any) -> str:
+        from . import formatting
+
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be text, got {value!r}")
+        try:
+            formatting.money(0, value)
+        except ValueError:
+            raise ValueError(f"{name} must be a three-letter ISO 4217 code such as 'USD', "
+                             f"'EUR' or 'KRW', got {value!r}") from None
         return value
 
 
@@ -669,7 +688,7 @@ SPECS: dict[str, Spec] = {
         "optics_choice": Choice(_optics_choices), "storage_gbytes_s": Number(0.0, 1e7),
         "failure_study": Choice(_studies), "price_per_gpu_hour": Number(0.0, 1e4),
         "price_per_kwh": Number(0.0, 100.0), "module_price": Number(0.0, 1e6),
-        "pue": Number(1.0, 3.0), "price_per_gpu": Number(0.0, 1e7),
+        "currency": Currency(), "pue": Number(1.0, 3.0), "price_per_gpu": Number(0.0, 1e7),
         "price_per_switch": Number(0.0, 1e7), "lifetime_years": Number(0.1, 50.0),
         "summary_path": Text(max_len=4096),
     }, _agree_cluster_plan),

@@ -2,30 +2,46 @@
 
 Functions take results computed by the library and an ``Axes`` to draw on, so
 a widget can redraw the same figure on every event. Figures are built with
-``matplotlib.figure.Figure`` (not pyplot) so they are never shown twice.
+``matplotlib.figure.Figure`` (not pyplot) so they are never shown twice; those of
+:func:`new_figure` print human numbers on their axes and draw Korean with a CJK font where
+one is installed (:class:`HumanFigure`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import (
+    FuncFormatter,
+    LogFormatterSciNotation,
+    NullFormatter,
+    ScalarFormatter,
+)
 
-from . import svgchart
+from . import fonts, formatting, svgchart
 from .memory import MemoryBreakdown
+from .plan import PART_WORDS as _PART_WORDS
 
 __all__ = [
     "HOLDING_COLORS",
     "LINK_COLORS",
     "MEMORY_COLORS",
+    "MEMORY_LABELS",
     "OTHER_LINK_COLORS",
     "PIPELINE_COLORS",
     "PLANE_COLORS",
+    "PLAN_MEMORY_COLORS",
     "RUN_COLORS",
     "STEP_COLORS",
+    "STEP_LABELS",
+    "STEP_WORD_COLORS",
     "TIME_COLORS",
     "WALK_COLORS",
+    "HumanFigure",
     "bubble_curves",
     "clos_diagram",
     "dp_timeline",
@@ -41,6 +57,7 @@ __all__ = [
     "plan_bars_svg",
     "run_timeline",
     "stage_bars",
+    "step_in_words",
     "validation_scatter",
     "walk_matches_svg",
 ]
@@ -54,25 +71,66 @@ MEMORY_COLORS = {
 }
 
 
+#: The planner's memory parts: the model state and activations, and what a run keeps besides
+#: (:data:`scaleout.plan.RESERVE`).
+PLAN_MEMORY_COLORS = {**MEMORY_COLORS, "reserve": "#7f7f7f"}
+
+#: The memory parts in words, for legends: ``"grads"`` reads ``"gradients"``.
+MEMORY_LABELS = {"weights": "weights", "grads": "gradients", "optimizer": "optimizer state",
+                 "activations": "activations", "reserve": "reserve (context, buffers, slack)",
+                 "HBM capacity": "HBM capacity"}
+
+
+def _in_words(parts: Mapping[str, float]) -> dict[str, float]:
+    return {MEMORY_LABELS.get(k, k): float(v) for k, v in parts.items()}
+
+
+def _word_colors(colors: Mapping[str, str]) -> dict[str, str]:
+    return {MEMORY_LABELS.get(k, k): c for k, c in colors.items()}
+
+
 def memory_bars_svg(rows: dict[str, MemoryBreakdown], title: str = "",
                     highlight: str | None = None) -> bytes:
     """The same chart as :func:`memory_bars` as SVG bytes, for widgets (sub-millisecond)."""
-    data = {label: {k: v for k, v in b.gib().items() if k in MEMORY_COLORS}
+    data = {label: _in_words({k: v for k, v in b.gib().items() if k in MEMORY_COLORS})
             for label, b in rows.items()}
     cap = next(iter(rows.values())).gib()["capacity"] if rows else None
     return svgchart.stacked_hbars(
-        data, MEMORY_COLORS, marker=cap, marker_label=f"capacity {cap:,.0f} GiB" if cap else "",
+        data, _word_colors(MEMORY_COLORS), marker=cap,
+        marker_label=f"capacity {formatting.sig(cap)} GiB" if cap else "",
         xlabel="memory per GPU (GiB)", title=title, highlight=highlight,
     )
+
+
+class HumanFigure(Figure):
+    """A ``Figure`` whose axes print numbers as people write them, with no offset or exponent.
+
+    When drawn, every linear or log axis still on matplotlib's default number formatter gets
+    :func:`scaleout.formatting.axis_tick` instead: ``20k``, ``1.5M``, ``0.25``, never ``1e6``
+    in a corner. Axes whose ticks were labelled otherwise (categories, fixed labels) are left
+    alone. Texts with Hangul draw with a CJK font (:func:`scaleout.fonts.fit_korean_texts`).
+    """
+
+    def draw(self, renderer):
+        fonts.fit_korean_texts(self)
+        for ax in self.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                formatter = axis.get_major_formatter()
+                if isinstance(formatter, ScalarFormatter | LogFormatterSciNotation):
+                    axis.set_major_formatter(FuncFormatter(formatting.axis_formatter()))
+                    if isinstance(formatter, LogFormatterSciNotation):
+                        axis.set_minor_formatter(NullFormatter())
+        return super().draw(renderer)
 
 
 def new_figure(width: float = 8.0, height: float = 3.2) -> tuple[Figure, Axes]:
     """A pyplot-free figure with one axes, sized for a notebook or a projector.
 
-    No layout engine: the inline backend saves with ``bbox_inches="tight"``, which already
-    keeps labels and outside legends in frame, at half the cost of constrained layout.
+    Its tick labels are human numbers (:class:`HumanFigure`). No layout engine: the inline
+    backend saves with ``bbox_inches="tight"``, which already keeps labels and outside
+    legends in frame, at half the cost of constrained layout.
     """
-    fig = Figure(figsize=(width, height))
+    fig = HumanFigure(figsize=(width, height))
     return fig, fig.add_subplot()
 
 
@@ -232,8 +290,9 @@ def holding_bars_svg(rows: dict[str, dict[str, float]], marker_gib: float,
     marker is one GPU's HBM.
     """
     return svgchart.stacked_hbars(
-        rows, HOLDING_COLORS, marker=marker_gib, marker_label=marker_label,
-        xlabel="memory (GiB = 2^30 bytes)", title=title,
+        {label: _in_words(parts) for label, parts in rows.items()}, _word_colors(HOLDING_COLORS),
+        marker=marker_gib, marker_label=marker_label,
+        xlabel="memory (GiB = 2³⁰ bytes)", title=title,
     )
 
 
@@ -243,7 +302,7 @@ def walk_matches_svg(counts: dict[str, tuple[int, bool]], title: str = "") -> by
             for label, (n, written) in counts.items()}
     return svgchart.stacked_hbars(
         rows, WALK_COLORS, xlabel="glossary terms + concepts found (count)", title=title,
-        row_height=26, total_format=",.0f",
+        row_height=26, total_format=formatting.count, integer_ticks=True,
     )
 
 
@@ -506,11 +565,22 @@ STEP_COLORS = {
 }
 
 
+#: The parts of an iteration in words, as :func:`scaleout.plan.explain` names them.
+STEP_LABELS = dict(_PART_WORDS)
+#: :data:`STEP_COLORS` keyed by those words: the legend of every step-time chart.
+STEP_WORD_COLORS = {STEP_LABELS[p]: c for p, c in STEP_COLORS.items()}
+
+
+def step_in_words(step: Mapping[str, float]) -> dict[str, float]:
+    """An iteration's parts (``{"tp_comm": s, ...}``) keyed by their words, for a chart."""
+    return {STEP_LABELS.get(p, p): float(v) for p, v in step.items()}
+
+
 def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
     """Memory per GPU and seconds per iteration of a search's ``k`` best plans, as SVG.
 
     ``search`` is a :class:`scaleout.plan.SearchResult`; the best plan is drawn in bold,
-    HBM capacity as a dashed line.
+    HBM capacity as a dashed line; the parts of an iteration are named in words.
     """
     a = search.arrays
     idx = search.order[:k]
@@ -518,17 +588,20 @@ def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
               for r, i in enumerate(idx)]
     gib = 2.0**30
     pairs = list(zip(labels, idx, strict=True))
-    mem = {lab: {part: a[f"{part}_bytes"][i] / gib for part in MEMORY_COLORS}
+    mem = {lab: _in_words({part: a[f"{part}_bytes"][i] / gib for part in PLAN_MEMORY_COLORS})
            for lab, i in pairs}
     cap = float(a["capacity_bytes"][idx[0]]) / gib if len(idx) else None
     top = svgchart.stacked_hbars(
-        mem, MEMORY_COLORS, marker=cap, marker_label=f"HBM {cap:,.0f} GiB" if cap else "",
+        mem, _word_colors(PLAN_MEMORY_COLORS), marker=cap,
+        marker_label=f"HBM {formatting.sig(cap)} GiB" if cap else "",
         xlabel="memory per GPU (GiB)", title=title or "Memory per GPU of the best plans",
         highlight=labels[0] if labels else None, width=720, row_height=28)
-    step = {lab: {p: float(a[f"{p}_s"][i]) for p in STEP_COLORS} for lab, i in pairs}
+    step = {lab: step_in_words({p: float(a[f"{p}_s"][i]) for p in STEP_COLORS})
+            for lab, i in pairs}
     bottom = svgchart.stacked_hbars(
-        step, STEP_COLORS, xlabel="seconds per iteration", title="Where an iteration's time goes",
-        highlight=labels[0] if labels else None, width=720, row_height=28, total_format=",.3g")
+        step, STEP_WORD_COLORS, xlabel="seconds per iteration",
+        title="Where an iteration's time goes",
+        highlight=labels[0] if labels else None, width=720, row_height=28)
     return svgchart.vstack([top, bottom])
 
 

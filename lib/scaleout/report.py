@@ -423,16 +423,36 @@ class ReportResult:
 def render_html(executed: Path, out: Path) -> Path:
     """Render an executed notebook to one HTML file without code cells or prompts.
 
-    Figures are embedded (PNG as base64, SVG inline), so the file reads offline.
+    Figures are embedded (PNG as base64, SVG inline), so the file reads offline: the
+    scripts JupyterLab's template loads from a CDN (require.js, MathJax, Mermaid, the widget
+    renderer) are left out unless the notebook needs them (widget views; ``$`` maths in
+    its markdown).
     """
     import nbformat
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="lab")
+    offline = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- if resources.needs_widgets -%}{{ super() }}{%- endif -%}
+{%- endblock html_head_js_requirejs -%}
+{%- block jupyter_widgets -%}{%- if resources.needs_widgets -%}{{ super() }}{%- endif -%}
+{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- if resources.needs_maths -%}{{ super() }}{%- endif -%}
+{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}"""
+    nb = nbformat.read(executed, as_version=4)
+    views = any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    maths = any(re.search(r"\$[^$\n]+\$|\\\(|\\\[", c.source)
+                for c in nb.cells if c.cell_type == "markdown")
+    exporter = HTMLExporter(template_name="lab",
+                            extra_loaders=[DictLoader({"offline.html.j2": offline})])
+    exporter.template_file = "offline.html.j2"
     exporter.exclude_input = True
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
-    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
+    body, _ = exporter.from_notebook_node(
+        nb, resources={"needs_widgets": views, "needs_maths": maths})
     out.write_text(body, encoding="utf-8")
     return out
 

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from . import catalog, collectives, fabric, optics, plan, reliability, units
+from . import formatting as fmt
 from .catalog import DATA_DIR, GPU, Entry, Link, ModelSpec, field_of, load_entries, lookup
 from .checks import (
     check_array,
@@ -799,27 +800,31 @@ class ClusterPlan:
         return units.seconds_to_days(self.reliability.wall_time_s(units.days_to_seconds(days)))
 
     def rows(self) -> list[tuple[str, str]]:
-        """The plan as ``(what, value)`` rows for a table."""
+        """The plan as ``(what, value)`` rows for a table (numbers as people write them)."""
         c, f, r = self.chosen, self.fabric, self.reliability
         return [
-            ("cluster", f"{self.n_gpus:,} × {self.gpu}, {self.gpus_per_node} per scale-up "
-                        f"domain ({self.n_gpus // self.gpus_per_node:,} domains)"),
-            ("model, batch, tokens", f"{self.model}, {self.global_batch:,} sequences, "
-                                     f"{self.tokens:.3g} tokens"),
+            ("cluster", f"{fmt.count(self.n_gpus)} × {self.gpu}, {self.gpus_per_node} per "
+                        "scale-up domain "
+                        f"({fmt.plural(self.n_gpus // self.gpus_per_node, 'domain')})"),
+            ("model, batch, tokens", f"{self.model}, {fmt.plural(self.global_batch, 'sequence')}, "
+                                     f"{fmt.tokens(self.tokens)}"),
             ("best plan", c.label),
-            ("step time, MFU", f"{c.step_s:.3g} s, {100 * c.mfu:.1f}%"),
-            ("compute days (no failures)", f"{self.compute_days:,.1f}"),
-            ("scale-out fabric", f"{f.design.planes} × {f.design.plane.port_gbps:g}G plane(s) "
-                                 f"of {f.switch}, {f.tiers} tier(s), {f.switches:,} switches"),
-            ("optics", f"{f.transceivers:,} module ends, {f.optics_power_w / 1e3:,.1f} kW, "
-                       f"relative cost {f.optics_relative_cost:,.0f}"),
-            ("failures", f"{r.failures_per_day:.2f} per day (MTBF {r.mtbf_h:.1f} h)"),
-            ("checkpoint", f"{r.checkpoint.total_bytes / units.TB:.2f} TB in "
-                           f"{r.checkpoint.write_s:.0f} s every "
-                           f"{units.seconds_to_minutes(r.interval_s):.0f} min"),
-            ("goodput", f"{100 * r.goodput:.1f}%"),
-            ("wall-clock days", f"{self.wall_days:,.1f}"),
-            ("GPU-hours", f"{self.gpu_hours:,.0f}"),
+            ("step time, MFU", f"{fmt.duration(c.step_s)}, {fmt.percent(c.mfu)}"),
+            ("compute time (no failures)", fmt.duration(units.days_to_seconds(self.compute_days))),
+            ("scale-out fabric", f"{fmt.plural(f.design.planes, 'plane')} of "
+                                 f"{fmt.bit_rate(f.design.plane.port_gbps * 1e9)} ports on "
+                                 f"{f.switch}, {fmt.plural(f.tiers, 'tier')}, "
+                                 f"{fmt.plural(f.switches, 'switch', 'switches')}"),
+            ("optics", f"{fmt.count(f.transceivers)} module ends, {fmt.power(f.optics_power_w)}, "
+                       f"relative cost {fmt.sig(f.optics_relative_cost)}"),
+            ("failures", f"{fmt.sig(r.failures_per_day)} per day (one every "
+                         f"{fmt.duration(units.hours_to_seconds(r.mtbf_h))})"),
+            ("checkpoint", f"{fmt.bytes_si(r.checkpoint.total_bytes)} written in "
+                           f"{fmt.duration(r.checkpoint.write_s)} every "
+                           f"{fmt.duration(r.interval_s)}"),
+            ("goodput", fmt.percent(r.goodput)),
+            ("wall-clock time", fmt.duration(units.days_to_seconds(self.wall_days))),
+            ("GPU-hours", fmt.large_count(self.gpu_hours)),
         ]
 
 

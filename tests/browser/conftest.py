@@ -46,9 +46,15 @@ def browser(chromium_executable: Path) -> Iterator[Browser]:
 
 
 @pytest.fixture
-def watched_page(browser: Browser) -> Iterator[WatchedPage]:
+def page_width() -> int:
+    """Width of the browser window in CSS pixels; a test may parametrize it (1024, 1400)."""
+    return 1400
+
+
+@pytest.fixture
+def watched_page(browser: Browser, page_width: int) -> Iterator[WatchedPage]:
     """A fresh page that records console errors, page errors and off-machine requests."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": page_width, "height": 1000})
     page = context.new_page()
     watched = WatchedPage(page)
     page.on("console",

@@ -57,7 +57,7 @@ def number(name: str, value: float) -> Callable[[Page], None]:
 MOVES: dict[str, list[tuple[str, Callable[[Page], None]]]] = {
     "00_start_here.ipynb": [
         ("search box", type_text("query", "parallelism")),
-        ("notebook menu", select("notebook", "04_tensor_parallelism")),
+        ("notebook menu", select("notebook", "04 · Tensor parallelism")),
     ],
     "01_scale_up_limits.ipynb": [
         ("recipe menu", select("recipe", "megatron-bf16")),

@@ -54,7 +54,7 @@ def test_micro_batches_slider_redraws_chart_and_readout(app: WatchedPage) -> Non
 def test_interleaving_needs_a_multiple_of_p_and_recovers(app: WatchedPage) -> None:
     page = app.page
     before = text_of(page, READOUT)
-    page.locator(SCHEDULE_SELECT).first.select_option("interleaved")
+    page.locator(SCHEDULE_SELECT).first.select_option(label="interleaved 1F1B")
     # wait for the interleaved result itself: every schedule's readout names the iteration
     wait_for_text(page, READOUT, "the interleaved readout", f"t => t !== {before!r}")
     readout = text_of(page, READOUT)

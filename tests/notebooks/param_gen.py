@@ -29,6 +29,8 @@ def draw(rule: P.Rule, rng: np.random.Generator) -> Any:
     if isinstance(rule, P.Choice | P.LinkName | P.CatalogName):
         options = list(rule.options()) + ([""] if getattr(rule, "empty", False) else [])
         return options[int(rng.integers(len(options)))]
+    if isinstance(rule, P.Currency):
+        return ["USD", "EUR", "KRW", "JPY", "GBP"][int(rng.integers(5))]
     if isinstance(rule, P.Text):
         letters = "abcdefghijklmnopqrstuvwxyz 버블\"'\\{}"
         n = int(rng.integers(0 if rule.empty else 1, min(rule.max_len, 24) + 1))

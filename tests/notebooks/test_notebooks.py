@@ -59,10 +59,16 @@ def code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [cell for cell in nb.cells if cell.cell_type == "code"]
 
 
+def parameters_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The code cell tagged ``parameters`` (papermill injects values after it)."""
+    return next(c for c in nb.cells
+                if c.cell_type == "code" and "parameters" in c.metadata.get("tags", []))
+
+
 def parameter_names(nb: nbformat.NotebookNode) -> set[str]:
-    """Names assigned at the top level of the notebook's first cell (its parameters)."""
+    """Names assigned at the top level of the notebook's parameters cell."""
     names: set[str] = set()
-    for node in ast.parse(nb.cells[0].source).body:
+    for node in ast.parse(parameters_cell(nb).source).body:
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         names |= {t.id for t in targets if isinstance(t, ast.Name)}
     return names
@@ -98,11 +104,29 @@ def test_parameter_sets_name_existing_notebooks() -> None:
 # -- structure --------------------------------------------------------------------------------
 
 @each_notebook
-def test_first_cell_is_tagged_parameters(path: Path) -> None:
-    first = read(path).cells[0]
-    assert first.cell_type == "code", "the first cell must be the code cell of parameters"
+def test_first_code_cell_is_tagged_parameters(path: Path) -> None:
+    first = code_cells(read(path))[0]
     assert "parameters" in first.metadata.get("tags", []), \
-        "the first cell must carry the tag 'parameters' (papermill injects values after it)"
+        "the first code cell must carry the tag 'parameters' (papermill injects values after it)"
+
+
+@each_notebook
+def test_opens_with_its_title_and_summaries_before_any_code(path: Path) -> None:
+    """Lecture mode: the title, a short English summary and a Korean one (핵심 요약) come first."""
+    first = read(path).cells[0]
+    assert first.cell_type == "markdown", "the first cell must be markdown: title and summaries"
+    text = first.source
+    assert re.match(r"# \S", text), "the first cell must start with the notebook's title (# ...)"
+    assert "**In short.**" in text, "the first cell needs a short English summary (**In short.**)"
+    english = text.split("**In short.**", 1)[1].split("**핵심 요약.**", 1)[0]
+    assert 2 <= len(re.findall(r"[.!?](?:\s|$)", english.strip())) <= 5, \
+        "the English summary should be two to five sentences"
+    assert "**핵심 요약.**" in text, "the first cell needs a Korean summary (**핵심 요약.**)"
+    korean = text.split("**핵심 요약.**", 1)[1]
+    assert len(re.findall("[\uac00-\ud7a3]", korean)) >= 60, "the Korean summary is too short"
+    sentences = re.findall(r"[.!?](?:\s|$)", korean.strip())
+    assert 3 <= len(sentences) <= 6, \
+        f"the Korean summary should be 3 to 6 sentences, has {len(sentences)}"
 
 
 @each_notebook
@@ -128,9 +152,18 @@ def test_cells_have_unique_ids_and_the_file_validates(path: Path) -> None:
 
 @each_notebook
 def test_last_code_cell_has_self_checks(path: Path) -> None:
+    """The closing cell reports ``{sentence: bool}`` through ``scaleout.selfcheck.report``."""
     last = code_cells(read(path))[-1].source
-    assert re.search(r"^\s*assert\b", last, re.MULTILINE), \
-        "the last code cell must hold the notebook's self-checks (assert statements)"
+    calls = [node for node in ast.walk(ast.parse(last)) if isinstance(node, ast.Call)
+             and getattr(node.func, "attr", None) == "report"
+             and getattr(node.func.value, "id", None) == "selfcheck"]
+    assert calls, ("the last code cell must hold the notebook's self-checks: "
+                   "selfcheck.report({sentence: bool, ...})")
+    checks = calls[0].args[0] if calls[0].args else None
+    if isinstance(checks, ast.Dict):  # written out in the call: sentences are string literals
+        assert len(checks.keys) >= 3, "a notebook should check at least three of its claims"
+        assert all(isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.strip()
+                   for k in checks.keys), "every self-check needs a sentence saying what it checks"
 
 
 @each_notebook

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 import time
@@ -25,15 +26,32 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_one_report_renders_to_html_without_code(tmp_path: Path):
-    done = run("cluster_plan", *SMALL, "-o", str(tmp_path), cwd=tmp_path)
+    done = run("cluster_plan", *SMALL, "-p", "currency", "EUR", "-o", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     html = next(tmp_path.glob("cluster_plan-*.html")).read_text()
     assert "Cluster plan" in html and "llama3-8b" in html
-    assert "formula / source" in html and "self-checks passed" in html
-    assert "import json" not in html and "def row" not in html  # no code cells
+    # the verdict comes before the summary table, with its costs in the chosen currency
+    assert "<b>Verdict.</b> Build 256 " in html and "Main risk:" in html
+    assert html.index("Verdict.") < html.index("formula / source")
+    assert "It costs about €" in html and "cost: total" in html
+    assert "self-check" not in html  # no test output in the document: it is in the summary
+    assert "import json" not in html and "def cash" not in html  # no code cells
     assert "data:image/svg+xml;base64" in html  # figures embedded: readable offline
+    # no script from a CDN: the report reads offline (it has no maths, no widgets)
+    assert not re.findall(r"<script[^>]*\bsrc=[\"']?https?://", html), \
+        re.findall(r"<script[^>]*>", html)
     summary = json.loads(next(tmp_path.glob("cluster_plan-*.json")).read_text())
     assert summary["n_gpus"] == 256 and summary["wall_days"] >= summary["compute_days"] > 0
+    assert summary["self_checks_passed"] >= 8 and summary["currency"] == "EUR"
+    assert 0 < summary["memory_fraction"] <= 1 and summary["main_risk"] in (
+        "memory", "failures", "communication")
+
+
+def test_a_bad_currency_is_refused_with_its_name(tmp_path: Path):
+    done = run("cluster_plan", *SMALL, "-p", "currency", "euros", "-o", str(tmp_path),
+               cwd=tmp_path)
+    assert done.returncode != 0
+    assert "currency" in done.stderr and "ISO 4217" in done.stderr
 
 
 def test_sweep_reports_a_bad_set_and_still_runs_the_others(tmp_path: Path):

@@ -6,9 +6,9 @@ from scaleout import svgchart
 from scaleout.svgchart import _tick_label
 
 
-def test_tick_labels_have_one_style():
+def test_tick_labels_have_one_style_without_exponents():
     assert [_tick_label(v) for v in (10, 1e5, 1e6, 1e10, 2e-3)] == [
-        "10", "100,000", "1e6", "1e10", "2e-3"]
+        "10", "100k", "1M", "10B", "0.002"]
 
 
 def test_nice_ticks_cover_the_range_with_round_steps():
@@ -16,3 +16,9 @@ def test_nice_ticks_cover_the_range_with_round_steps():
     assert ticks[0] == 0 and ticks[-1] >= 87.0
     steps = {round(b - a, 9) for a, b in pairwise(ticks)}
     assert steps == {20.0}
+
+
+def test_integer_ticks_for_counts():
+    assert svgchart.nice_ticks(2, integer=True) == [0, 1, 2]
+    assert all(float(t).is_integer() for t in svgchart.nice_ticks(7, integer=True))
+    assert svgchart.nice_ticks(2) == [0, 0.5, 1.0, 1.5, 2.0]

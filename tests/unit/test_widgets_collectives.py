@@ -54,7 +54,7 @@ def test_algorithms_that_do_not_model_the_op_are_skipped(explorer):
     explorer.controls["op"].value = "all_gather"
     assert explorer.error is None
     assert explorer.result["algorithms"] == ("ring",) and explorer.result["skipped"] == ("tree",)
-    assert "Not modelled for all_gather: tree" in explorer.readout.value
+    assert "Not modelled for all-gather: double binary tree" in explorer.readout.value
     explorer.controls["algorithms"].value = ("tree", "sharp")
     assert explorer.error == ("algorithms 'tree', 'sharp' do not model op='all_gather'; "
                               "ring models every collective")

@@ -19,7 +19,7 @@ def test_initial_state_matches_library(explorer):
     assert (t.schedule, t.p, t.m, t.v) == ("1f1b", 4, 8, 1)
     assert t.makespan_s == pytest.approx(want.makespan_s) == pytest.approx(33e-3)
     assert t.bubble_fraction == pytest.approx(3 / 8)
-    assert "37.5%" in explorer.readout.value and "33.00 ms" in explorer.readout.value
+    assert "37.5%" in explorer.readout.value and ">33 ms<" in explorer.readout.value
     assert explorer.image.format == "svg+xml" and bytes(explorer.image.value).startswith(b"<svg")
     assert explorer.controls["v"].disabled  # chunks only mean something when interleaving
 
@@ -32,7 +32,7 @@ def test_controls_change_numbers_and_chart(explorer):
     explorer.set_values(schedule="interleaved", v=2)
     assert not explorer.controls["v"].disabled
     assert explorer.result.v == 2 and explorer.result.bubble_fraction == pytest.approx(3 / 32)
-    assert "9.4%" in explorer.readout.value
+    assert ">9.38%<" in explorer.readout.value
     explorer.controls["schedule"].value = "gpipe"
     assert explorer.result.v == 1 and list(explorer.result.peak_in_flight) == [16] * 4
     assert "16 micro-batches" in explorer.readout.value

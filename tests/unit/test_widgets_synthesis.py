@@ -1,7 +1,7 @@
 """The scale-up vs scale-out explorer without a browser: set controls, read numbers, chart."""
 
 import pytest
-from scaleout import synthesis
+from scaleout import formatting, synthesis
 from scaleout.widgets.synthesis import COMPARED_SIZES, DomainExplorer
 
 
@@ -43,7 +43,7 @@ def test_domain_and_optics_change_the_design(explorer):
     explorer.controls["optics"].value = "cpo"  # 400G ports as breakouts of co-packaged optics
     bill = explorer.result.fabric.bill
     assert bill.group("leaf-spine").module.technology == "cpo" and bill.power_w < dsp_w
-    assert f"{bill.power_w / 1e3:,.1f} kW" in explorer.readout.value
+    assert f"{formatting.power(bill.power_w)}," in explorer.readout.value
 
 
 def test_model_gpu_and_budget_move_the_numbers(explorer):

@@ -18,9 +18,11 @@ import ipywidgets as W
 import numpy as np
 
 from .. import calibration, catalog, collectives, svgchart
+from .. import formatting as fmt
 from .common import Explorer
+from .scale_up import html_table
 
-__all__ = ["ALGORITHM_COLORS", "FIT_PREFIX", "CollectiveExplorer", "size_text"]
+__all__ = ["ALGORITHM_COLORS", "ALGORITHM_LABELS", "FIT_PREFIX", "CollectiveExplorer", "size_text"]
 
 #: One colour per algorithm, the same in the notebook's figures.
 ALGORITHM_COLORS = {
@@ -29,6 +31,9 @@ ALGORITHM_COLORS = {
     "halving_doubling": "#2ca02c",
     "sharp": "#9467bd",
 }
+#: The algorithms and collectives in words, for menus, legends and tables.
+ALGORITHM_LABELS = {"ring": "ring", "tree": "double binary tree",
+                    "halving_doubling": "halving-doubling", "sharp": "SHARP (in-network)"}
 _BOUND_COLOR = "#555555"
 _BOUND = "bandwidth lower bound"
 _LINK_LINE = "link bandwidth B"
@@ -43,18 +48,16 @@ def size_text(n_bytes: float) -> str:
     """``268435456`` → ``"256 MiB"`` (binary prefixes, as nccl-tests sweeps powers of two)."""
     if not np.isfinite(n_bytes):
         return "none"
-    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n_bytes >= div:
-            return f"{n_bytes / div:,.4g} {unit}"
-    return f"{n_bytes:,.4g} B"
+    return fmt.bytes_iec(n_bytes)
 
 
-def _time_text(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:,.3g} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:,.3g} ms"
-    return f"{seconds * 1e6:,.3g} µs"
+def _op_text(op: str) -> str:
+    """``"all_reduce"`` → ``"all-reduce"``: a collective as it is written in prose."""
+    return op.replace("_", "-")
+
+
+#: Ticks of the message-size axis: 1 B, 32 B, 1 KiB, 32 KiB ... 8 GiB.
+_SIZE_TICKS = [2.0**k for k in range(0, 34, 5)]
 
 
 class CollectiveExplorer(Explorer):
@@ -80,9 +83,10 @@ class CollectiveExplorer(Explorer):
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         links = [*catalog.link_names(), *(FIT_PREFIX + name for name in calibration.log_names())]
         return {
-            "op": W.Dropdown(options=list(collectives.OPS), value="all_reduce",
-                             description="collective", **_WIDE),
-            "algorithms": W.SelectMultiple(options=list(collectives.ALGORITHMS),
+            "op": W.Dropdown(options=[(_op_text(op), op) for op in collectives.OPS],
+                             value="all_reduce", description="collective", **_WIDE),
+            "algorithms": W.SelectMultiple(options=[(ALGORITHM_LABELS.get(a, a), a)
+                                                    for a in collectives.ALGORITHMS],
                                            value=("ring", "tree"), rows=4,
                                            description="algorithms", **_WIDE),
             "link": W.Dropdown(options=links, value="InfiniBand NDR", description="link",
@@ -158,49 +162,53 @@ class CollectiveExplorer(Explorer):
     # -- drawing ----------------------------------------------------------------------------
     def _render(self, r: dict[str, Any]) -> str:
         sw = r["sweep"]
-        colors = {a: ALGORITHM_COLORS[a] for a in r["algorithms"]}
+        name = {a: ALGORITHM_LABELS.get(a, a) for a in r["algorithms"]}
+        colors = {name[a]: ALGORITHM_COLORS[a] for a in r["algorithms"]}
         size, best = r["size_bytes"], r["best"]
-        where = f"{r['op']}, n = {r['n']:,}, {r['link_label']}"
-        times = {a: (sw["size_bytes"], sw["time_s"][a] * 1e6) for a in r["algorithms"]}
+        op = _op_text(r["op"])
+        where = f"{op}, n = {fmt.count(r['n'])}, {r['link_label']}"
+        times = {name[a]: (sw["size_bytes"], sw["time_s"][a]) for a in r["algorithms"]}
         curves = np.concatenate([t for _, t in times.values()])
         curves = curves[curves > 0]
-        y_lo = float(curves.min()) / 2 if curves.size else 1e-3
-        y_hi = float(curves.max()) * 2 if curves.size else 1.0
+        y_lo = float(curves.min()) / 2 if curves.size else 1e-9
+        y_hi = float(curves.max()) * 2 if curves.size else 1e-6
         if r["n"] > 1:  # the bound, where it is inside the frame of the algorithms' curves
-            bound_us = sw["bound_s"] * 1e6
-            times[_BOUND] = (sw["size_bytes"], np.where(bound_us >= y_lo, bound_us, np.nan))
+            bound_s = sw["bound_s"]
+            times[_BOUND] = (sw["size_bytes"], np.where(bound_s >= y_lo, bound_s, np.nan))
         top = svgchart.line_chart(
             times, {**colors, _BOUND: _BOUND_COLOR}, logx=True, logy=True, y_range=(y_lo, y_hi),
-            xlabel="message size S (bytes)", ylabel="time (µs)", title=f"Time: {where}",
-            dashed=(_BOUND,), highlight=best, marker_x=size, marker_label=size_text(size),
-            points={a: (size, r["time_s"][a] * 1e6) for a in r["algorithms"]}, height=330)
+            xlabel="message size S", ylabel="time", title=f"Time: {where}",
+            dashed=(_BOUND,), highlight=name[best], marker_x=size, marker_label=size_text(size),
+            points={name[a]: (size, r["time_s"][a]) for a in r["algorithms"]}, height=330,
+            xticks=_SIZE_TICKS, xtick_format=fmt.bytes_iec, ytick_format=fmt.duration)
         link_b = r["link"].bandwidth_bytes_s / 1e9
-        bus = {a: (sw["size_bytes"], sw["busbw_gbytes_s"][a]) for a in r["algorithms"]}
+        bus = {name[a]: (sw["size_bytes"], sw["busbw_gbytes_s"][a]) for a in r["algorithms"]}
         bus[_LINK_LINE] = (sw["size_bytes"], np.full(sw["size_bytes"].shape, link_b))
         peak = max([link_b, *(float(np.max(y)) for _, y in bus.values())])
         bottom = svgchart.line_chart(
             bus, {**colors, _LINK_LINE: _BOUND_COLOR}, logx=True,
-            xlabel="message size S (bytes)", ylabel="bus bandwidth (GB/s)",
-            title="Bus bandwidth = S / t · F(n)", dashed=(_LINK_LINE,), highlight=best,
+            xlabel="message size S", ylabel="bus bandwidth (GB/s)",
+            title="Bus bandwidth = S / t · F(n)", dashed=(_LINK_LINE,), highlight=name[best],
             marker_x=size, y_range=(0.0, peak * 1.1),
-            points={a: (size, r["busbw_gbytes_s"][a]) for a in r["algorithms"]}, height=300)
+            points={name[a]: (size, r["busbw_gbytes_s"][a]) for a in r["algorithms"]},
+            height=300,
+            xticks=_SIZE_TICKS, xtick_format=fmt.bytes_iec)
         self.image.value = svgchart.vstack([top, bottom])
 
-        rows = "".join(
-            f"<tr><th>{html.escape(a)}{' ★' if a == best else ''}</th>"
-            f"<td>{_time_text(r['time_s'][a])}</td><td>{r['busbw_gbytes_s'][a]:,.1f}</td>"
-            f"<td>{r['latency_share'][a]:.0%}</td><td>{size_text(r['crossover_bytes'][a])}</td>"
-            "</tr>" for a in r["algorithms"])
-        skipped = (f"<p>Not modelled for {html.escape(r['op'])}: "
-                   f"{html.escape(', '.join(r['skipped']))}.</p>" if r["skipped"] else "")
+        rows = [(name[a] + (" ★" if a == best else ""), fmt.duration(r["time_s"][a]),
+                 fmt.byte_rate(r["busbw_gbytes_s"][a] * 1e9), fmt.percent(r["latency_share"][a]),
+                 size_text(r["crossover_bytes"][a])) for a in r["algorithms"]]
+        table = html_table(["algorithm", "time", "bus bandwidth", "latency share",
+                            "crossover S*"], rows,
+                           align=["left", "right", "right", "right", "right"])
+        skipped = (f"<p>Not modelled for {html.escape(op)}: "
+                   f"{html.escape(', '.join(ALGORITHM_LABELS.get(a, a) for a in r['skipped']))}"
+                   ".</p>" if r["skipped"] else "")
         ab = r["link"]
         return (
-            f"<p><b>{html.escape(r['op'])}</b> of {size_text(size)} on {r['n']:,} GPUs; link "
-            f"α = {ab.latency_s * 1e6:.3g} µs, B = {ab.bandwidth_bytes_s / 1e9:,.4g} GB/s "
-            "per direction</p>"
-            "<table><tr><th>algorithm</th><th>time</th><th>busbw GB/s</th>"
-            "<th>latency share</th><th>crossover S*</th></tr>"
-            f"{rows}</table>"
-            f"<p>Bandwidth lower bound: {_time_text(r['bound_s'])}. Fastest here: "
-            f"<b>{html.escape(best)}</b>.</p>{skipped}"
+            f"<p><b>{html.escape(op)}</b> of {size_text(size)} on "
+            f"{fmt.plural(r['n'], 'GPU')}; link α = {fmt.duration(ab.latency_s)}, "
+            f"B = {fmt.byte_rate(ab.bandwidth_bytes_s)} per direction</p>{table}"
+            f"<p>Bandwidth lower bound: {fmt.duration(r['bound_s'])}. Fastest here: "
+            f"<b>{html.escape(name[best])}</b>.</p>{skipped}"
         )

@@ -11,6 +11,7 @@ import ipywidgets as W
 import numpy as np
 
 from .. import fabric, svgchart
+from .. import formatting as fmt
 from .common import Explorer
 from .scale_up import html_table
 
@@ -78,11 +79,12 @@ class FabricExplorer(Explorer):
         switches = dict(zip(_TIER_KEYS, m.switches_per_tier.values(), strict=True))
         links = dict(zip(_TIER_KEYS, m.links_per_tier.values(), strict=True))
         xcvr = dict(zip(_TIER_KEYS, r["transceivers"].values(), strict=True))
-        where = (f"{m.endpoints:,} GPUs, {m.planes} plane{'s' * (m.planes > 1)} of radix "
-                 f"{p.radix} at {p.port_gbps:g}G, {p.tiers} tier{'s' * (p.tiers > 1)}")
+        where = (f"{fmt.plural(m.endpoints, 'GPU')}, {fmt.plural(m.planes, 'plane')} of radix "
+                 f"{p.radix} at {fmt.bit_rate(p.port_gbps * 1e9)}, {fmt.plural(p.tiers, 'tier')}")
         top = svgchart.stacked_hbars(
             {"switches": switches, "links (cables)": links, "transceivers": xcvr}, TIER_COLORS,
-            xlabel="count (all planes)", title=where, total_format=",.0f", width=760)
+            xlabel="count (all planes)", title=where, total_format=fmt.count, width=760,
+            integer_ticks=True)
         sw = r["sweep"]
         series = {"switches": (sw.endpoints, sw.switches.astype(float)),
                   "transceivers": (sw.endpoints, sw.transceivers.astype(float)),
@@ -92,26 +94,28 @@ class FabricExplorer(Explorer):
             series, _SERIES, logx=True, logy=True,
             y_range=(float(positive.min()), float(positive.max())) if positive.size else None,
             xlabel="GPUs", ylabel="count (all planes)", marker_x=m.endpoints,
-            marker_label=f"{m.endpoints:,} GPUs", title="As the cluster grows (tiers step up)",
+            marker_label=fmt.plural(m.endpoints, "GPU"),
+            title="As the cluster grows (tiers step up)",
             points={"switches": (m.endpoints, m.switches),
                     "transceivers": (m.endpoints, sum(r["transceivers"].values()))},
             width=760, height=320)
         self.image.value = svgchart.vstack([top, bottom])
         rows = [
             ("tiers", f"{p.tiers} ({p.worst_case_switch_hops} switch hops worst case)"),
-            ("GPUs / most these tiers serve", f"{m.endpoints:,} / {r['max_endpoints']:,}"),
-            ("NIC", f"{m.planes} × {p.port_gbps:g}G = {m.nic_gbps:g} Gb/s"),
+            ("GPUs / most these tiers serve",
+             f"{fmt.count(m.endpoints)} / {fmt.count(r['max_endpoints'])}"),
+            ("NIC", f"{m.planes} × {p.port_gbps:g}G = {fmt.bit_rate(m.nic_gbps * 1e9)}"),
             ("leaf ports down : up", f"{p.leaf_down} : {p.leaf_up}"),
-            ("switches leaf / spine / core", " / ".join(f"{n:,}" for n in
+            ("switches leaf / spine / core", " / ".join(fmt.count(n) for n in
                                                          m.switches_per_tier.values())),
-            ("switches, all", f"{m.switches:,}"),
+            ("switches, all", fmt.count(m.switches)),
             ("links endpoint-leaf / leaf-spine / spine-core",
-             " / ".join(f"{n:,}" for n in m.links_per_tier.values())),
-            ("transceivers (optical links × 2)", f"{sum(r['transceivers'].values()):,}"),
-            ("bisection, per direction", f"{m.bisection_gbps / 1e3:,.1f} Tb/s"),
-            ("bisection, both directions", f"{m.bisection_gbps_bidir / 1e3:,.1f} Tb/s"),
-            ("worst-case latency", f"{r['latency_s'] * 1e6:.2f} µs "
-             f"({fabric.DEFAULT_SWITCH_LATENCY_NS:g} ns per switch, assumed)"),
+             " / ".join(fmt.count(n) for n in m.links_per_tier.values())),
+            ("transceivers (optical links × 2)", fmt.count(sum(r["transceivers"].values()))),
+            ("bisection, per direction", fmt.bit_rate(m.bisection_gbps * 1e9, 4)),
+            ("bisection, both directions", fmt.bit_rate(m.bisection_gbps_bidir * 1e9, 4)),
+            ("worst-case latency", f"{fmt.duration(r['latency_s'])} "
+             f"({fmt.sig(fabric.DEFAULT_SWITCH_LATENCY_NS)} ns per switch, assumed)"),
         ]
         return html_table(["", ""], rows, align=["left", "right"])
 
@@ -180,21 +184,21 @@ class LoadBalanceExplorer(Explorer):
         colors = {name: color for name, (_, color) in self.SCHEMES.items()}
         means = {"spray": at.spray_mean, "flowlet": at.flowlet_mean, "rr": at.rr_mean,
                  "ecmp": at.ecmp_mean, "ecmp_sync": at.ecmp_sync_mean}
-        slow = (f", {r['slow_paths']} at {r['slow_factor']:.0%} speed" if r["slow_paths"]
-                else "")
+        slow = (f", {r['slow_paths']} at {fmt.percent(r['slow_factor'])} speed"
+                if r["slow_paths"] else "")
         self.image.value = svgchart.line_chart(
             series, colors, logx=True, y_range=(0.0, 1.0), xlabel="flows",
             ylabel="utilisation (ideal time / time taken)", marker_x=at.n_flows,
-            marker_label=f"{at.n_flows} flows",
-            title=(f"{at.n_paths} paths{slow}, load {at.load:.0%}: "
-                   f"mean of {self.TRIALS} draws"),
+            marker_label=fmt.plural(at.n_flows, "flow"),
+            title=(f"{fmt.plural(at.n_paths, 'path')}{slow}, load {fmt.percent(at.load)}: "
+                   f"mean of {fmt.count(self.TRIALS)} draws"),
             points={name: (at.n_flows, means[key]) for name, (key, _) in self.SCHEMES.items()},
-            width=640, height=340)
+            width=720, height=340)
         short = {"spray": "adaptive packets", "flowlet": "adaptive flowlets", "rr": "round-robin",
-                 "ecmp": "ECMP, throughput", "ecmp_sync": "ECMP, collective"}
-        rows = [(short[key], f"{means[key]:.1%}") for _, (key, _) in self.SCHEMES.items()]
-        rows += [("ceiling: paths' speed", f"{at.capacity_mean:.1%}"),
-                 ("round-robin queue", f"{at.rr_queue_packets.mean():,.0f} pkts"),
-                 ("in-order buffer", f"{at.rr_reorder_packets.mean():,.0f} pkts"),
-                 ("ECMP's busiest path", f"{at.max_path_load.mean():.2f}×")]
+                 "ecmp": "ECMP, throughput", "ecmp_sync": "ECMP, slowest flow (collective)"}
+        rows = [(short[key], fmt.percent(means[key])) for _, (key, _) in self.SCHEMES.items()]
+        rows += [("ceiling: paths' speed", fmt.percent(at.capacity_mean)),
+                 ("round-robin queue", fmt.plural(round(at.rr_queue_packets.mean()), "packet")),
+                 ("in-order buffer", fmt.plural(round(at.rr_reorder_packets.mean()), "packet")),
+                 ("ECMP's busiest path", f"{fmt.sig(at.max_path_load.mean())} × its capacity")]
         return html_table(["scheme", "utilisation"], rows, align=["left", "right"])

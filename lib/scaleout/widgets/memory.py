@@ -7,7 +7,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import catalog, memory, plotting
+from .. import catalog, formatting, memory, plotting
 from .common import Explorer
 
 __all__ = ["CUSTOM", "MemoryExplorer"]
@@ -148,15 +148,20 @@ class MemoryExplorer(Explorer):
         self.image.value = plotting.memory_bars_svg(
             rows, title=f"{r['model'].name} on {r['gpu'].name}, ZeRO-{z}: {chosen.verdict()}",
             highlight=f"ZeRO-{z}")
-        g = chosen.gib()
         cls = "so-status-ok" if chosen.fits else "so-status-bad"
-        lines = "".join(f"<tr><th>{k}</th><td>{g[k]:,.2f} GiB</td></tr>"
-                        for k in ("weights", "grads", "optimizer", "activations", "total"))
+        parts = {"weights": chosen.weights, "gradients": chosen.grads,
+                 "optimizer state": chosen.optimizer, "activations": chosen.activations,
+                 "total": chosen.total, "capacity": chosen.capacity}
+        lines = "".join(f"<tr><th>{k}</th><td>{formatting.bytes_iec(v)}</td></tr>"
+                        for k, v in parts.items())
         return (
-            f"<table>{lines}<tr><th>capacity</th><td>{g['capacity']:,.1f} GiB</td></tr>"
-            f"<tr><th>parameters</th><td>{r['params'] / 1e9:,.2f} billion</td></tr>"
-            f"<tr><th>params per GPU</th><td>{chosen.params_per_gpu / 1e9:,.3f} billion</td></tr>"
-            f"<tr><th>GPUs</th><td>{r['n_gpus']:,}</td></tr>"
-            f"<tr><th>in flight</th><td>{chosen.in_flight} micro-batches</td></tr></table>"
+            f"<table>{lines}"
+            f"<tr><th>parameters</th><td>{formatting.large_count(r['params'], 4)}</td></tr>"
+            f"<tr><th>parameters per GPU</th>"
+            f"<td>{formatting.large_count(chosen.params_per_gpu, 4)}</td></tr>"
+            f"<tr><th>GPUs</th><td>{formatting.count(r['n_gpus'])}</td></tr>"
+            "<tr><th>in flight</th><td>"
+            f"{formatting.plural(chosen.in_flight, 'micro-batch', 'micro-batches')}</td></tr>"
+            "</table>"
             f'<p class="{cls}">ZeRO-{z}: {chosen.verdict()}</p>'
         )

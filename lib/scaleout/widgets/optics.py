@@ -19,6 +19,7 @@ import ipywidgets as W
 import numpy as np
 
 from .. import fabric, optics, svgchart
+from .. import formatting as fmt
 from .common import Explorer
 from .scale_up import html_table
 
@@ -56,10 +57,6 @@ def cluster_groups(n_gpus: int, port_gbps: float, switch: str, endpoint_leaf_m: 
 def speed_text(gbps: float) -> str:
     """``800`` → ``"800G"``, ``1600`` → ``"1.6T"`` (how ports and modules are named)."""
     return f"{gbps / 1000:g}T" if gbps >= 1000 else f"{gbps:g}G"
-
-
-def _kw(watts: float) -> str:
-    return f"{watts / 1e3:,.1f} kW" if watts < 1e6 else f"{watts / 1e6:,.2f} MW"
 
 
 class OpticsExplorer(Explorer):
@@ -131,36 +128,39 @@ class OpticsExplorer(Explorer):
         top = svgchart.line_chart(
             series, colors, logx=True, logy=True, xlabel="GPUs (one port each)",
             ylabel="optics power (kW)", highlight=SHORT[choice], marker_x=n,
-            marker_label=f"{n:,}",
+            marker_label=fmt.plural(n, "GPU"),
             points=points, height=320,
             title=f"{speed} links, {r['lane_gbps']}G lanes: optics power by cluster size")
         rows = {SHORT[c]: {g.name: g.power_w / 1e3 for g in r["bills"][c].groups}
                 for c in optics.CHOICES}
         bottom = svgchart.stacked_hbars(
             rows, {t: LINK_COLORS[t] for t in fabric.LINK_TYPES}, xlabel="optics power (kW)",
-            title=f"{n:,} GPUs, {design.tiers} tier{'s' * (design.tiers > 1)}: power by link type",
-            highlight=SHORT[choice], total_format=",.1f")
+            title=f"{fmt.plural(n, 'GPU')}, {fmt.plural(design.tiers, 'tier')}: power by link type",
+            highlight=SHORT[choice])
         self.image.value = svgchart.vstack([top, bottom])
 
         table = html_table(
             ["optics", "module ends", "copper cables", "fibres", "power", "rel. cost", "pJ/bit",
              "fell back"],
-            [(("★ " if c == choice else "") + _CHOICE_LABELS[c], f"{b.transceivers:,}",
-              f"{b.cables:,}", f"{b.fibres:,}", _kw(b.power_w), f"{b.relative_cost:,.0f}",
-              f"{b.pj_per_bit:.1f}", ", ".join(g.name for g in b.groups if g.fell_back) or "—")
+            [(("★ " if c == choice else "") + _CHOICE_LABELS[c], fmt.count(b.transceivers),
+              fmt.count(b.cables), fmt.count(b.fibres), fmt.power(b.power_w),
+              fmt.sig(b.relative_cost), fmt.sig(b.pj_per_bit),
+              ", ".join(g.name for g in b.groups if g.fell_back) or "—")
              for c, b in r["bills"].items()],
             align=["left"] + ["right"] * 6 + ["left"])
         bill = r["bill"]
         per = html_table(
-            ["link type", "links", "length", "unit", "W per unit", "pJ/bit", "latency / link"],
-            [(g.name, f"{g.count:,}", f"{g.length_m:g} m", g.module.name,
-              f"{g.module.power_w:g}", f"{g.module.pj_per_bit:.1f}",
-              f"{g.link_latency_ns:g} ns") for g in bill.groups],
+            ["link type", "links", "length", "unit", "power per unit", "pJ/bit",
+             "latency per link"],
+            [(g.name, fmt.count(g.count), f"{fmt.sig(g.length_m)} m", g.module.name,
+              fmt.power(g.module.power_w), fmt.sig(g.module.pj_per_bit),
+              fmt.duration(g.link_latency_ns * 1e-9)) for g in bill.groups],
             align=["left", "right", "right", "left", "right", "right", "right"])
         return (
-            f"<p><b>{n:,} GPUs</b> on radix-{design.radix} switches ({design.tiers} "
-            f"tier{'s' * (design.tiers > 1)}, {design.switches:,} switches, {design.links:,} "
-            f"links of {speed})</p>{table}"
+            f"<p><b>{fmt.plural(n, 'GPU')}</b> on radix-{design.radix} switches "
+            f"({fmt.plural(design.tiers, 'tier')}, "
+            f"{fmt.plural(design.switches, 'switch', 'switches')}, "
+            f"{fmt.plural(design.links, 'link')} of {speed})</p>{table}"
             f"<p>Chosen: <b>{html.escape(_CHOICE_LABELS[choice])}</b> — per link type:</p>{per}"
             "<p>Optical links count two module ends, copper links one cable; relative cost "
             "1.0 = one 800G DSP DR8 module (the project's assumption).</p>"

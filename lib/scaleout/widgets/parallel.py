@@ -32,6 +32,7 @@ from .. import (
     units,
     zero,
 )
+from .. import formatting as fmt
 from .common import Explorer
 from .scale_up import html_table
 
@@ -149,37 +150,35 @@ class DataParallelExplorer(Explorer):
         colors = plotting.link_colors(names[:-1])
         colors[names[-1]] = colors[v["link"]]
         series = {k: (c["n_gpus"], 100 * c["efficiency"]) for k, c in r["curves"].items()}
-        digits = 0 if step.efficiency >= 0.1 else 1
         self.image.value = svgchart.line_chart(
             series, colors, logx=True, y_range=(0, 100), dashed=[names[-1]],
             highlight=v["link"], marker_x=v["n_gpus"],
-            marker_label=f"{v['n_gpus']:,} GPUs: {100 * step.efficiency:.{digits}f}%",
+            marker_label=f"{fmt.plural(v['n_gpus'], 'GPU')}: {fmt.percent(step.efficiency)}",
             points={v["link"]: (v["n_gpus"], 100 * step.efficiency)},
             xlabel="GPUs (data-parallel replicas), fixed batch per GPU",
             ylabel="scaling efficiency (%)",
-            title=f"{r['model'].name}: gradient all-reduce, {v['bucket_mib']:g} MiB buckets, "
-                  f"overlap {'on' if v['overlap'] else 'off'}",
+            title=(f"{r['model'].name}: gradient all-reduce, {fmt.sig(v['bucket_mib'])} MiB "
+                   f"buckets, overlap {'on' if v['overlap'] else 'off'}"),
         )
-        ms = 1e3
         per_bucket = step.comm_s / step.n_buckets
         mem = r["memory"]
         fits = ("fits" if mem.fits else "does NOT fit: needs model parallelism or ZeRO")
         table = html_table(["", "value"], [
-            ("gradients per GPU", f"{units.bytes_to_gb(step.grad_bytes):,.2f} GB"),
-            ("buckets", f"{step.n_buckets:,}"),
-            ("all-reduce per bucket", f"{per_bucket * ms:,.2f} ms"),
-            ("all-reduce, all buckets", f"{step.comm_s * ms:,.1f} ms"),
-            ("compute (fwd + bwd)", f"{step.compute_s * ms:,.1f} ms"),
-            ("exposed communication", f"{step.exposed_comm_s * ms:,.1f} ms"),
-            ("step", f"{step.step_s * ms:,.1f} ms"),
-            ("scaling efficiency", f"{100 * step.efficiency:.1f} %"),
-            ("GPUs' worth of throughput", f"{step.effective_gpus:,.0f} of {step.n_gpus:,}"),
+            ("gradients per GPU", fmt.bytes_si(step.grad_bytes)),
+            ("buckets", fmt.count(step.n_buckets)),
+            ("all-reduce per bucket", fmt.duration(per_bucket)),
+            ("all-reduce, all buckets", fmt.duration(step.comm_s)),
+            ("compute (forward + backward)", fmt.duration(step.compute_s)),
+            ("exposed communication", fmt.duration(step.exposed_comm_s)),
+            ("step", fmt.duration(step.step_s)),
+            ("scaling efficiency", fmt.percent(step.efficiency)),
+            ("GPUs' worth of throughput",
+             f"{fmt.count(step.effective_gpus)} of {fmt.count(step.n_gpus)}"),
         ], align=["left", "right"])
         cls = "so-status-ok" if mem.fits else "so-status-bad"
         return (f"{table}<p>{r['fabric'].label}</p>"
                 f'<p class="{cls}">One replica on a {r["gpu"].name} without ZeRO '
-                f"({units.bytes_to_gib(mem.total):,.0f} GiB of "
-                f"{units.bytes_to_gib(mem.capacity):,.0f}): {fits}</p>")
+                f"({fmt.bytes_iec(mem.total)} of {fmt.bytes_iec(mem.capacity)}): {fits}</p>")
 
 
 # =========================================================================== 04: tensor parallel
@@ -242,23 +241,23 @@ class TensorParallelExplorer(Explorer):
             rows[f"t = {t}"] = {"compute": comp * ms, key: comm * ms}
         self.image.value = svgchart.stacked_hbars(
             rows, plotting.TIME_COLORS, xlabel="milliseconds per layer per micro-batch",
-            title=(f"{r['model'].name}, b={v['micro_batch']}, s={v['seq_len']:,}: "
+            title=(f"{r['model'].name}, b={v['micro_batch']}, s={fmt.count(v['seq_len'])}: "
                    f"{v['gpus_per_node']} GPUs per NVLink domain"),
-            highlight=f"t = {v['t']}", total_format=",.2f",
+            highlight=f"t = {v['t']}",
         )
-        mib = units.MIB
         where = v["inter"] if layer.crosses_network else v["intra"]
+        size = tensor_parallel.tp_activation_bytes(v["micro_batch"], v["seq_len"],
+                                                   r["model"].hidden)
         table = html_table(["", "value"], [
-            ("all-reduce size (b·s·h · 2 B)",
-             f"{tensor_parallel.tp_activation_bytes(v['micro_batch'], v['seq_len'], r['model'].hidden) / mib:,.1f} MiB"),  # noqa: E501
-            ("sent per GPU per layer", f"{layer.traffic_bytes / mib:,.1f} MiB"),
+            ("all-reduce size (b·s·h · 2 B)", fmt.bytes_iec(size)),
+            ("sent per GPU per layer", fmt.bytes_iec(layer.traffic_bytes)),
             ("collectives", "4 reduce-scatter + 4 all-gather" if layer.sp else "4 all-reduce"),
             ("runs over", where),
-            ("communication", f"{layer.comm_s * ms:,.3f} ms"),
-            ("compute", f"{layer.compute_s * ms:,.3f} ms"),
-            ("communication share", f"{100 * layer.comm_fraction:.1f} %"),
-            ("activations/layer, TP", f"{r['act'][False] / mib:,.0f} MiB"),
-            ("activations/layer, TP + SP", f"{r['act'][True] / mib:,.0f} MiB"),
+            ("communication", fmt.duration(layer.comm_s)),
+            ("compute", fmt.duration(layer.compute_s)),
+            ("communication share", fmt.percent(layer.comm_fraction)),
+            ("activations per layer, TP", fmt.bytes_iec(r["act"][False])),
+            ("activations per layer, TP + SP", fmt.bytes_iec(r["act"][True])),
         ], align=["left", "right"])
         cls = "so-status-bad" if layer.crosses_network else "so-status-ok"
         note = ("t is larger than the NVLink domain: every all-reduce crosses the network"
@@ -342,14 +341,15 @@ class ZeroExplorer(Explorer):
         label = {s: f"ZeRO-{s}" for s in range(4)}
         top = plotting.memory_bars_svg(
             {label[s]: mem[s] for s in range(4)}, highlight=label[z],
-            title=f"{r['model'].name} on {dp:,} × {r['gpu'].name}: memory per GPU")
+            title=f"{r['model'].name} on {fmt.count(dp)} × {r['gpu'].name}: memory per GPU")
         bottom = svgchart.stacked_hbars(
             {label[s]: {_ZERO_LEGEND[k]: t * 1e3 for k, t in comm[s].parts_s.items()}
              for s in range(4)},
             {_ZERO_LEGEND[k]: c for k, c in ZERO_COMM_COLORS.items()},
             xlabel="communication per step (ms), one collective after another",
-            title=f"communication per step: {dp:,} GPUs, {self.controls['link'].value} "
-                  "between nodes", highlight=label[z], total_format=",.0f", row_height=30)
+            title=f"communication per step: {fmt.plural(dp, 'GPU')}, "
+                  f"{self.controls['link'].value} between nodes", highlight=label[z],
+            row_height=30)
         self.image.value = svgchart.vstack([top, bottom])
         psi = r["params"]
         chosen, c = mem[z], comm[z]
@@ -357,14 +357,14 @@ class ZeroExplorer(Explorer):
         best = (f"lowest stage that fits: ZeRO-{lowest}" if lowest is not None
                 else "no stage fits at this DP size: add tensor or pipeline parallelism")
         table = html_table(["", "value"], [
-            ("parameters Ψ", f"{psi / 1e9:,.2f} billion"),
+            ("parameters Ψ", fmt.large_count(psi, 4)),
             ("stage shards", zero.STAGE_SHARDS[z]),
-            ("memory per GPU", f"{units.bytes_to_gib(chosen.total):,.1f} GiB"),
+            ("memory per GPU", fmt.bytes_iec(chosen.total)),
             ("traffic per GPU per step",
              f"{zero.zero_comm_elements(psi, z) / psi:g}Ψ elements, "
-             f"{units.bytes_to_gb(c.bytes_sent):,.1f} GB"),
-            ("communication per step", f"{c.total_s * 1e3:,.0f} ms"),
-            ("compute per micro-batch", f"{r['compute_s'] * 1e3:,.0f} ms"),
+             f"{fmt.bytes_si(c.bytes_sent)}"),
+            ("communication per step", fmt.duration(c.total_s)),
+            ("compute per micro-batch", fmt.duration(r["compute_s"])),
         ], align=["left", "right"])
         cls = "so-status-ok" if chosen.fits else "so-status-bad"
         return (f'{table}<p class="{cls}">ZeRO-{z}: {chosen.verdict()}</p>'

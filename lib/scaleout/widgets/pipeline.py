@@ -12,15 +12,25 @@ from typing import Any
 
 import ipywidgets as W
 
+from .. import formatting as fmt
 from .. import pipeline, plotting
 from .common import Explorer
+from .scale_up import html_table
 
-__all__ = ["MAX_M", "MAX_P", "MAX_V", "PipelineExplorer"]
+__all__ = ["MAX_M", "MAX_P", "MAX_V", "SCHEDULE_LABELS", "PipelineExplorer"]
 
 #: Slider limits: beyond them a Gantt chart is a smear, not a picture.
 MAX_P, MAX_M, MAX_V = 16, 64, 4
+#: The schedules in words, for the menu and the chart's title.
+SCHEDULE_LABELS = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "interleaved 1F1B",
+                   "zb-h1": "zero bubble (ZB-H1)"}
 _WIDE = {"style": {"description_width": "120px"}, "layout": W.Layout(width="300px")}
 _MS = 1e-3
+
+
+def _micro_batches(n: float) -> str:
+    """``"1 micro-batch"``, ``"2.5 micro-batches"``."""
+    return f"{fmt.sig(n)} micro-batch{'' if n == 1 else 'es'}"
 
 
 class PipelineExplorer(Explorer):
@@ -39,8 +49,9 @@ class PipelineExplorer(Explorer):
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         slider = {"continuous_update": False, **_WIDE}
         return {
-            "schedule": W.Dropdown(options=list(pipeline.SCHEDULES), value="1f1b",
-                                   description="schedule", **_WIDE),
+            "schedule": W.Dropdown(options=[(SCHEDULE_LABELS.get(k, k), k)
+                                            for k in pipeline.SCHEDULES],
+                                   value="1f1b", description="schedule", **_WIDE),
             "p": W.IntSlider(value=4, min=1, max=MAX_P, description="stages p", **slider),
             "m": W.IntSlider(value=8, min=1, max=MAX_M, description="micro-batches m",
                              **slider),
@@ -66,20 +77,20 @@ class PipelineExplorer(Explorer):
                                  transfer_s=v["p2p_ms"] * _MS)
 
     def _render(self, t: pipeline.PipelineTimeline) -> str:
-        name = t.schedule + (f", v={t.v}" if t.schedule == "interleaved" else "")
+        name = (SCHEDULE_LABELS.get(t.schedule, t.schedule)
+                + (f", v={t.v}" if t.schedule == "interleaved" else ""))
         self.image.value = plotting.pipeline_gantt_svg(
             t, title=f"{name}: p={t.p} stages, m={t.m} micro-batches", labels=t.n_tasks <= 1024)
         peak = t.peak_in_flight_mb
         rows = [
-            ("passes", f"{t.n_tasks:,}"),
-            ("iteration", f"{t.makespan_s / _MS:,.2f} ms"),
-            ("ideal (no bubble)", f"{t.ideal_s / _MS:,.2f} ms"),
-            ("bubble, simulated", f"{t.bubble_fraction:.1%}"),
-            ("bubble, formula", f"{t.bubble_closed_form:.1%}"),
-            ("in flight, first stage", f"{peak[0]:g} micro-batches"),
-            ("in flight, last stage", f"{peak[-1]:g} micro-batches"),
+            ("passes", fmt.count(t.n_tasks)),
+            ("iteration", fmt.duration(t.makespan_s)),
+            ("ideal (no bubble)", fmt.duration(t.ideal_s)),
+            ("bubble, simulated", fmt.percent(t.bubble_fraction)),
+            ("bubble, formula", fmt.percent(t.bubble_closed_form)),
+            ("in flight, first stage", _micro_batches(peak[0])),
+            ("in flight, last stage", _micro_batches(peak[-1])),
         ]
-        body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
         note = ("" if t.transfer_s == 0 else
                 "<p>sends add to the simulated bubble; the formula assumes they are free</p>")
-        return f"<table>{body}</table>{note}"
+        return html_table(["", ""], rows, align=["left", "right"]) + note

@@ -17,8 +17,10 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import catalog, plan, plotting
+from .. import catalog, plan, plotting, units
+from .. import formatting as fmt
 from .common import Explorer
+from .scale_up import html_table
 
 __all__ = ["CUSTOM", "GPU_COUNTS", "USUAL", "PlannerExplorer"]
 
@@ -93,10 +95,6 @@ class PlannerExplorer(Explorer):
                                           **_WIDE),
         }
 
-    def _layout_controls(self) -> W.Widget:
-        return W.GridBox(list(self.controls.values()),
-                         layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"))
-
     # -- library calls only -----------------------------------------------------------------
     def _model(self, v: Mapping[str, Any]):
         if v["model"] != CUSTOM:
@@ -129,22 +127,24 @@ class PlannerExplorer(Explorer):
     # -- drawing ----------------------------------------------------------------------------
     def _render(self, r: plan.SearchResult) -> str:
         self.image.value = plotting.plan_bars_svg(
-            r, k=5, title=f"{r.model} on {r.n_gpus:,} × {r.gpu}: memory of the best plans")
+            r, k=5, title=f"{r.model} on {fmt.count(r.n_gpus)} × {r.gpu}: memory of the best plans")
         best = self.best
-        rows = "".join(
-            f"<tr><td>{row['rank']}</td><th>{html.escape(row['plan'])}</th>"
-            f"<td>{row['memory_gib']:.1f}</td><td>{row['step_s']:.3g}</td>"
-            f"<td>{row['slower_pct']:+.1f}%</td><td>{row['mfu_pct']:.1f}%</td></tr>"
-            for row in r.top(_TOP))
+        table = html_table(
+            ["#", "plan", "GiB per GPU", "s per iteration", "vs best", "MFU"],
+            [(row["rank"], row["plan"], fmt.sig(row["memory_gib"]),
+              fmt.sig(row["step_s"]), fmt.percent(row["slower_pct"] / 100, signed=True),
+              fmt.percent(row["mfu_pct"] / 100)) for row in r.top(_TOP)],
+            align=["right", "left", "right", "right", "right", "right"],
+            col_styles=["", "min-width:12em", "", "", "", ""])
         why = "<br>".join(html.escape(line) for line in plan.explain(r, k=3).splitlines())
         return (
-            f"<p><b>{r.n_fit:,}</b> of {r.n_evaluated:,} valid plans fit in "
-            f"{best.capacity_bytes / 2**30:,.0f} GiB. Best: <b>{html.escape(best.plan.label)}"
-            f"</b>: {best.step_s:.3g} s per iteration, {best.tokens_per_s:,.0f} tokens/s, "
-            f"MFU {100 * best.mfu:.1f}%, {best.model_tflops_per_gpu:.0f} TFLOP/s per GPU.</p>"
-            f"<p>{r.tokens / 1e9:,.4g} B tokens: <b>{best.training_days:,.1f} days</b>, "
-            f"{best.gpu_hours / 1e6:,.3g} million GPU-hours.</p>"
-            "<table><tr><th>#</th><th>plan</th><th>GiB/GPU</th><th>s/iter</th>"
-            f"<th>vs best</th><th>MFU</th></tr>{rows}</table>"
-            f"<p style='max-width:640px'>{why}</p>"
+            f"<p><b>{fmt.count(r.n_fit)}</b> of {fmt.count(r.n_evaluated)} valid plans fit in "
+            f"{fmt.bytes_iec(best.capacity_bytes)}. Best: <b>{html.escape(best.plan.label)}"
+            f"</b>: {fmt.duration(best.step_s)} per iteration, "
+            f"{fmt.large_count(best.tokens_per_s)} tokens/s, MFU {fmt.percent(best.mfu)}, "
+            f"{fmt.flop_rate(best.model_tflops_per_gpu * 1e12)} per GPU.</p>"
+            f"<p>{fmt.tokens(r.tokens)}: "
+            f"<b>{fmt.duration(units.days_to_seconds(best.training_days))}</b>, "
+            f"{fmt.large_count(best.gpu_hours)} GPU-hours.</p>"
+            f"{table}<p>{why}</p>"
         )

@@ -12,7 +12,6 @@ marked; the readout gives the numbers. Every number comes from
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +19,9 @@ import ipywidgets as W
 import numpy as np
 
 from .. import catalog, checks, reliability, svgchart, units
+from .. import formatting as fmt
 from .common import Explorer
+from .scale_up import html_table
 
 __all__ = ["CUSTOM_SIZE", "MTBF_SOURCES", "CheckpointExplorer", "duration_text"]
 
@@ -36,16 +37,8 @@ _WIDE = {"style": {"description_width": "120px"}, "layout": W.Layout(width="330p
 
 
 def duration_text(seconds: float) -> str:
-    """``42.0 s``, ``7.3 min``, ``3.09 h``, ``12.5 days``: the unit a reader would choose."""
-    if not np.isfinite(seconds):
-        return "forever"
-    if seconds < units.SECONDS_PER_MINUTE:
-        return f"{seconds:,.3g} s"
-    if seconds < units.SECONDS_PER_HOUR:
-        return f"{units.seconds_to_minutes(seconds):,.3g} min"
-    if seconds < 2 * units.SECONDS_PER_DAY:
-        return f"{units.seconds_to_hours(seconds):,.3g} h"
-    return f"{units.seconds_to_days(seconds):,.3g} days"
+    """``42 s``, ``7.3 min``, ``3.09 h``, ``12.5 days``: :func:`scaleout.formatting.duration`."""
+    return fmt.duration(seconds)
 
 
 class CheckpointExplorer(Explorer):
@@ -66,7 +59,7 @@ class CheckpointExplorer(Explorer):
         storage = reliability.figure("llama3-storage-sustained").si / units.GB
         return {
             "interval_min": W.FloatLogSlider(value=5.0, base=10, min=-1, max=4, step=0.02,
-                                             description="interval (min)",
+                                             description="interval (min)", readout_format=",.3r",
                                              continuous_update=False, **_WIDE),
             "model": W.Dropdown(options=[*catalog.model_names(), CUSTOM_SIZE],
                                 value="llama3-405b", description="model", **_WIDE),
@@ -74,7 +67,8 @@ class CheckpointExplorer(Explorer):
                                                 description="checkpoint (TB)", **_WIDE),
             "storage_gbytes_s": W.FloatLogSlider(value=storage, base=10, min=0, max=5,
                                                  step=0.05, description="storage (GB/s)",
-                                                 continuous_update=False, **_WIDE),
+                                                 readout_format=",.3r", continuous_update=False,
+                                                 **_WIDE),
             "mtbf_from": W.Dropdown(options=list(MTBF_SOURCES), value=MTBF_SOURCES[0],
                                     description="MTBF from", **_WIDE),
             "study": W.Dropdown(options=reliability.study_names(), value=_STUDY,
@@ -139,7 +133,7 @@ class CheckpointExplorer(Explorer):
         minutes = units.seconds_to_minutes(sw["interval_s"])
         series = {_EXACT: (minutes, 100 * sw["exact"]), _FIRST: (minutes, 100 * sw["first"])}
         mtbf_text = duration_text(r["mtbf_s"])
-        where = (f"{r['n_gpus']:,} GPUs, MTBF {mtbf_text}" if r["by_gpus"]
+        where = (f"{fmt.plural(r['n_gpus'], 'GPU')}, MTBF {mtbf_text}" if r["by_gpus"]
                  else f"MTBF {mtbf_text}")
         points = {_DALY: (units.seconds_to_minutes(r["daly_s"]), 100 * r["goodput_daly"])}
         if r["young_s"] >= r["delta_s"]:
@@ -150,23 +144,22 @@ class CheckpointExplorer(Explorer):
         self.image.value = svgchart.line_chart(
             series, _COLORS, logx=True, y_range=(max(0.0, 10 * np.floor(low / 10 - 0.5)), 100.0),
             xlabel="compute time between checkpoints, τ (minutes)", ylabel="goodput (%)",
-            title=f"Goodput: {where}, write {duration_text(r['delta_s'])}",
+            title=f"Goodput: {where}, checkpoint write {duration_text(r['delta_s'])}",
             dashed=(_FIRST,), highlight=_EXACT, marker_x=units.seconds_to_minutes(
                 r["interval_s"]), marker_label=f"τ = {duration_text(r['interval_s'])}",
             points=points, height=360)
         plan = r["plan"]
         rows = [
-            ("checkpoint", f"{plan.total_bytes / units.TB:,.3g} TB "
-                           f"({plan.per_writer_bytes / units.GB:,.3g} GB per GPU)"),
+            ("checkpoint", f"{fmt.bytes_si(plan.total_bytes)} "
+                           f"({fmt.bytes_si(plan.per_writer_bytes)} per GPU)"),
             ("write time δ", duration_text(r["delta_s"])),
-            ("MTBF M", f"{mtbf_text} ({r['failures_per_day']:,.3g} failures a day)"),
+            ("MTBF M", f"{mtbf_text} ({fmt.sig(r['failures_per_day'])} failures a day)"),
             ("Young √(2δM)", duration_text(r["young_s"])),
             ("Daly", duration_text(r["daly_s"])),
             ("exact optimum", duration_text(r["exact_s"])),
-            ("goodput at τ", f"{r['goodput']:.2%} (first order {r['first_order']:.2%})"),
-            ("goodput at Daly's τ", f"{r['goodput_daly']:.2%}"),
+            ("goodput at τ", f"{fmt.percent(r['goodput'], 4)} "
+                             f"(first order {fmt.percent(r['first_order'], 4)})"),
+            ("goodput at Daly's τ", fmt.percent(r["goodput_daly"], 4)),
             ("work lost per failure", duration_text(r["lost_s"])),
         ]
-        table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(val)}</td></tr>"
-                        for k, val in rows)
-        return f"<table>{table}</table>"
+        return html_table(["", ""], rows, align=["left", "right"])

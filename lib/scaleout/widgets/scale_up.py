@@ -19,7 +19,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import catalog, glossary, memory, plotting, scaling, units
+from .. import catalog, formatting, glossary, memory, plotting, scaling, units
 from .common import Explorer
 
 __all__ = ["GlossaryExplorer", "ScaleUpExplorer", "html_table"]
@@ -29,24 +29,43 @@ _MAX_ROWS = 12
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *,
-               align: Sequence[str] | None = None) -> str:
-    """A plain HTML table (cells escaped) for readouts and notebook tables.
+               align: Sequence[str] | None = None,
+               col_styles: Sequence[str] | None = None) -> str:
+    """An HTML table (cells escaped) for readouts and notebook tables.
 
     ``align`` gives ``"left"`` or ``"right"`` per column (default: text left,
-    numbers right).
+    numbers right). Right-aligned cells hold numbers and never wrap, nor does a single
+    word (``endpoint-leaf`` stays whole); other cells and headers wrap between words
+    (Korean too: ``word-break: keep-all`` keeps a word whole). ``col_styles`` adds CSS per
+    column (e.g. ``"min-width:16em"``); a header of empty strings draws no header row (a
+    key-value table). Numbers that are not already text are formatted by
+    :func:`scaleout.formatting.sig` (``int`` with separators).
     """
-    def cell(tag: str, value: Any, a: str) -> str:
-        return f'<{tag} style="text-align:{a};padding:2px 10px">{html.escape(str(value))}</{tag}>'
+    def text(value: Any) -> str:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return str(value)
+        return formatting.count(value) if isinstance(value, int) else formatting.sig(value)
+
+    def cell(tag: str, value: Any, a: str, extra: str) -> str:
+        shown = text(value)
+        one_word = shown.strip() and not any(ch.isspace() for ch in shown.strip())
+        wrap = ("white-space:nowrap" if (a == "right" and tag == "td") or one_word
+                else "word-break:keep-all")
+        return (f'<{tag} style="text-align:{a};padding:3px 9px;vertical-align:top;{wrap}'
+                f'{";" + extra if extra else ""}">{html.escape(shown)}</{tag}>')
 
     if align is None:
         first = rows[0] if rows else [""] * len(header)
         align = ["right" if isinstance(v, int | float) else "left" for v in first]
-    head = "".join(cell("th", h, a) for h, a in zip(header, align, strict=True))
+    styles = list(col_styles) if col_styles is not None else [""] * len(header)
+    head = "".join(cell("th", h, a, st) for h, a, st in zip(header, align, styles, strict=True))
     body = "".join(
-        "<tr>" + "".join(cell("td", v, a) for v, a in zip(r, align, strict=True)) + "</tr>"
-        for r in rows
+        "<tr>" + "".join(cell("td", v, a, st) for v, a, st in zip(r, align, styles, strict=True))
+        + "</tr>" for r in rows
     )
-    return f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table>'
+    head_row = f"<tr>{head}</tr>" if any(str(h).strip() for h in header) else ""
+    return f'<table class="so-table" style="border-collapse:collapse">{head_row}{body}</table>'
+
 
 
 # =========================================================================== 00: glossary
@@ -61,13 +80,16 @@ class GlossaryExplorer(Explorer):
 
     title = "Glossary search: what does a word mean, and where is it taught?"
     image_format = "svg+xml"
+    readout_below = True  # a table of definitions needs the full width
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
-        ids = [glossary.ALL, *(nb.id for nb in glossary.walk())]
+        menu = [("every notebook", glossary.ALL),
+                *((f"{nb.id[:2]} · {nb.title}" if nb.id[:2].isdigit() else nb.title, nb.id)
+                  for nb in glossary.walk())]
         return {
             "query": W.Text(value="parallelism", description="search", continuous_update=False,
                             placeholder="e.g. bubble, 버블, RDMA", **_WIDE),
-            "notebook": W.Dropdown(options=ids, value=glossary.ALL, description="notebook",
+            "notebook": W.Dropdown(options=menu, value=glossary.ALL, description="notebook",
                                    **_WIDE),
         }
 
@@ -79,15 +101,18 @@ class GlossaryExplorer(Explorer):
         walk = glossary.walk()
         self.image.value = plotting.walk_matches_svg(
             {nb.short: (counts[nb.id], nb.written) for nb in walk},
-            title=f"'{r.query}': {len(r.terms)} terms, {len(r.concepts)} concepts",
+            title=(f"'{r.query}': {formatting.plural(len(r.terms), 'term')}, "
+                   f"{formatting.plural(len(r.concepts), 'concept')}"),
         )
-        status = {nb.id: nb.status for nb in walk}
-        rows = [(t.term, t.korean, t.definition, f"{t.notebook} ({status[t.notebook]})")
-                for t in r.terms[:_MAX_ROWS]]
+        where = {nb.id: f"{nb.short} ({nb.status})" for nb in walk}
+        rows = [(t.term, t.korean, t.definition, where[t.notebook]) for t in r.terms[:_MAX_ROWS]]
         more = len(r.terms) - len(rows)
-        tail = f"<p>… and {more} more terms: narrow the search.</p>" if more > 0 else ""
+        tail = (f"<p>… and {formatting.plural(more, 'more term')}: narrow the search.</p>"
+                if more > 0 else "")
         return (html_table(["term", "한국어", "definition", "taught in"], rows,
-                           align=["left"] * 4) + tail)
+                           align=["left"] * 4,
+                           col_styles=["min-width:7em", "min-width:6em", "min-width:18em",
+                                       "min-width:8em"]) + tail)
 
 
 # =========================================================================== 01: scale-up
@@ -150,7 +175,7 @@ class ScaleUpExplorer(Explorer):
             domain_label: {"HBM capacity": g["domain"]},
         }
         self.image.value = plotting.holding_bars_svg(
-            rows, marker_gib=g["hbm"], marker_label=f"one GPU: {g['hbm']:,.0f} GiB",
+            rows, marker_gib=g["hbm"], marker_label=f"one GPU: {formatting.sig(g['hbm'])} GiB",
             title=(f"{p.model.name} on {p.gpu.name}: weights need {p.gpus_for_weights} GPUs, "
                    f"training state {p.gpus_for_state}"),
         )
@@ -163,23 +188,27 @@ class ScaleUpExplorer(Explorer):
         table = html_table(
             ["", "weights only", "full training state"],
             [
-                ("bytes per parameter", f"{p.recipe.weight_bytes:g}", f"{p.recipe.total_bytes:g}"),
-                ("GB (10^9 bytes)", f"{r['gb']['weights']:,.1f}", f"{r['gb']['state']:,.1f}"),
-                ("GiB (2^30 bytes)", f"{g['weights']:,.1f}", f"{g['state']:,.1f}"),
-                (f"GPUs of {g['hbm']:g} GiB to hold it", p.gpus_for_weights, p.gpus_for_state),
+                ("bytes per parameter", formatting.sig(p.recipe.weight_bytes),
+                 formatting.sig(p.recipe.total_bytes)),
+                ("decimal (GB = 10⁹ bytes)", formatting.bytes_si(p.weights),
+                 formatting.bytes_si(p.state)),
+                ("binary (GiB = 2³⁰ bytes)", formatting.bytes_iec(p.weights),
+                 formatting.bytes_iec(p.state)),
+                (f"GPUs of {formatting.sig(g['hbm'])} GiB to hold it", p.gpus_for_weights,
+                 p.gpus_for_state),
                 ("fits on one GPU", yes(p.weights_fit_gpu), yes(p.state_fits_gpu)),
-                (f"fits in one {domain_label} ({g['domain']:,.0f} GiB)",
+                (f"fits in one {domain_label} ({formatting.sig(g['domain'])} GiB)",
                  yes(p.weights_fit_domain), yes(p.state_fits_domain)),
             ],
             align=["left", "right", "right"],
         )
         verdict_cls = "so-status-ok" if p.state_fits_domain else "so-status-bad"
         return (
-            f"<p>{html.escape(p.model.name)}: {p.params / 1e9:,.1f} billion parameters; "
+            f"<p>{html.escape(p.model.name)}: {formatting.large_count(p.params)} parameters; "
             f"recipe {html.escape(p.recipe.name)}</p>{table}"
             f'<p class="{verdict_cls}">The training state '
             f"{'fits in' if p.state_fits_domain else 'does not fit in'} one {domain_label}.</p>"
             f"<p>Largest scale-up domain in the catalog, {html.escape(big.name)} "
-            f"({g['biggest']:,.0f} GiB): {'holds' if big_fits else 'does not hold'} "
+            f"({formatting.sig(g['biggest'])} GiB): {'holds' if big_fits else 'does not hold'} "
             "this training state.</p>"
         )

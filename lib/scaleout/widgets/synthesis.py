@@ -17,6 +17,7 @@ from typing import Any
 import ipywidgets as W
 
 from .. import catalog, optics, plan, plotting, svgchart, synthesis
+from .. import formatting as fmt
 from .common import Explorer
 from .scale_up import html_table
 
@@ -71,12 +72,12 @@ class DomainExplorer(Explorer):
         options = cp.domains.options
         label = {o.domain_gpus: f"{o.domain_gpus} GPUs/domain" for o in options}
         chosen = label[cp.gpus_per_node]
-        steps = {label[o.domain_gpus]: {p: o.result.step[p] for p in plan.STEP_PARTS}
-                 for o in options}
+        steps = {label[o.domain_gpus]: plotting.step_in_words(
+            {p: o.result.step[p] for p in plan.STEP_PARTS}) for o in options}
         top = svgchart.stacked_hbars(
-            steps, plotting.STEP_COLORS, xlabel="seconds per iteration", highlight=chosen,
-            title=f"{cp.model} on {cp.n_gpus:,} × {cp.gpu}: one iteration by domain size",
-            total_format=",.3g", row_height=30)
+            steps, plotting.STEP_WORD_COLORS, xlabel="seconds per iteration", highlight=chosen,
+            title=f"{cp.model} on {fmt.count(cp.n_gpus)} × {cp.gpu}: one iteration by domain size",
+            row_height=30)
         days = {}
         for o in options:
             wall = cp.wall_days_of(o.domain_gpus)
@@ -84,15 +85,17 @@ class DomainExplorer(Explorer):
                                           "failures and checkpoints": wall - o.training_days}
         bottom = svgchart.stacked_hbars(
             days, _DAY_COLORS, xlabel="days, wall clock", highlight=chosen, row_height=30,
-            title=f"{cp.tokens / 1e9:,.0f}B tokens: days by domain size", total_format=",.1f")
+            title=f"{fmt.tokens(cp.tokens)}: days by domain size")
         self.image.value = svgchart.vstack([top, bottom])
 
         table = html_table(
-            ["GPUs per domain", "best plan", "step (s)", "MFU", "days computing", "days wall"],
+            ["GPUs per domain", "best plan", "s per iteration", "MFU", "days computing",
+             "days, wall clock"],
             [(("★ " if o.domain_gpus == cp.gpus_per_node else "") + str(o.domain_gpus),
-              o.label, f"{o.step_s:.3g}", f"{o.mfu:.1%}", f"{o.training_days:,.1f}",
-              f"{cp.wall_days_of(o.domain_gpus):,.1f}") for o in options],
-            align=["right", "left", "right", "right", "right", "right"])
+              o.label, fmt.sig(o.step_s), fmt.percent(o.mfu), fmt.sig(o.training_days),
+              fmt.sig(cp.wall_days_of(o.domain_gpus))) for o in options],
+            align=["right", "left", "right", "right", "right", "right"],
+            col_styles=["", "min-width:12em", "", "", "", ""])
         skipped = "".join(f"<li>{d} GPUs per domain: {html.escape(why[:160])}</li>"
                           for d, why in cp.domains.skipped.items())
         design = html_table(["the design (★)", ""], cp.rows(), align=["left", "left"])
