@@ -126,7 +126,7 @@ def test_seconds_over_arrays_equals_times_call_by_call(op, gen, nvls, node_aggre
                        node_aggregate=node_aggregate, net_latency_us=net_latency_us)
     want = [float(nccl.times(op, s, int(k), int(m), 300.0, 50.0, gen, intra_hw, host, 16,
                              tree_pattern, nvls, node_aggregate, net_latency_us).seconds)
-            for s, k, m in zip(sizes, n, g)]
+            for s, k, m in zip(sizes, n, g, strict=True)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert got[n == 1].tolist() == [0.0] * int((n == 1).sum())
     assert (got[n > 1] > 0).all()
