@@ -702,7 +702,7 @@ def custom_model(n_layers: int, hidden: int, n_heads: int, *, vocab: int = CUSTO
         return model({"name": name, **dims, "vocab": check_int("vocab", vocab),
                       "seq_len": check_int("seq_len", seq_len)})
     return model(base).replace(name=name, source="user-defined", aliases=(),
-                               params_published=None, **dims)
+                               params_published=None, params_active_published=None, **dims)
 
 
 def link(spec: str | Link | dict, *, param: str | None = None) -> Link:
