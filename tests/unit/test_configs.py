@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scaleout import catalog, configs, memory, plan
+from scaleout import catalog, compute, configs, memory, plan
 from scaleout.__main__ import main
 from scaleout.configs import UnsupportedPlanError
 
@@ -74,7 +74,15 @@ def test_qwen3_moe_counts_total_and_active_and_refuses_to_plan():
     assert _rounds_to(m.params_total / 1e9, 30.5, 0.1)
     assert _truncates_to(m.params_active / 1e9, 3.3, 0.1)
     assert _rounds_to((m.params_total - 2 * m.spec.vocab * m.spec.hidden) / 1e9, 29.9, 0.1)
-    assert m.moe.experts == 128 and m.moe.top_k == 8 and m.moe.moe_layers == 48
+    assert m.spec.experts == 128 and m.spec.top_k == 8 and m.spec.moe_layers == 48
+    assert m.spec.expert_ffn_hidden == 768 and m.spec.head_dim == 128
+    # the config maps onto the catalog's entry, field by field (the catalog leaves out the
+    # per-head q/k norms, 2 x 128 per layer)
+    ref = catalog.model("qwen3-30b-a3b")
+    for field in ("n_layers", "hidden", "n_heads", "kv_heads", "head_dim", "vocab", "experts",
+                  "top_k", "shared_experts", "expert_ffn_hidden", "moe_layers", "ffn"):
+        assert getattr(m.spec, field) == getattr(ref, field), field
+    assert m.params_total - memory.param_count(ref) == 48 * 2 * 128
     assert not m.plannable
     keys = {f.key for f in m.blocking}
     assert {"num_experts", "num_experts_per_tok"} <= keys
@@ -100,6 +108,11 @@ def test_deepseek_v3_counts_from_the_published_shape():
     assert _truncates_to(m.params_active / 1e9, run["params_active_b"], 1)  # 37B (37.55)
     assert m.params_mtp > 0 and not m.plannable
     assert "kv_lora_rank" in {f.key for f in m.blocking}
+    # the same model as the catalog's entry, counted the same way
+    ref = catalog.model("deepseek-v3")
+    assert (m.params_total, m.params_active) == (memory.param_count(ref),
+                                                 compute.active_params(ref))
+    assert m.spec.is_mla and m.spec.kv_lora_rank == 512 and m.spec.first_dense_layers == 3
 
 
 def test_gpt2_xl_counts_the_released_checkpoint():
