@@ -48,6 +48,7 @@ from .catalog import ModelSpec
 from .checks import (
     check_array,
     check_bool,
+    check_choice,
     check_divides,
     check_int,
     check_positive,
@@ -57,8 +58,10 @@ from .checks import (
 from .collectives import _link
 
 __all__ = [
+    "SCHEDULES",
     "CapacityOutcome",
     "Fold",
+    "MoEStep",
     "a2a_bytes",
     "all_to_all_time",
     "capacity_outcome",
@@ -78,6 +81,8 @@ __all__ = [
     "popularity",
     "rank_imbalance",
     "route_tokens",
+    "stage_loads",
+    "step_estimate",
 ]
 
 
@@ -546,3 +551,235 @@ def fold_groups(f: Fold) -> dict[str, np.ndarray]:
     return {"attention": ranks.reshape(f.dp, f.cp, f.tp),
             "experts": ranks.reshape(f.edp, f.ep, f.etp)}
 
+
+
+# =========================================================================== a step estimate
+#: Pipeline schedules :func:`step_estimate` knows.
+SCHEDULES = ("1f1b", "dualpipe")
+
+
+@dataclass(frozen=True)
+class MoEStep:
+    """One training step of a mixture-of-experts model on one layout, part by part.
+
+    ``parts`` holds seconds per step (``compute_s``, ``memory_bound_s``, ``tp_comm_s``,
+    ``a2a_exposed_s``, ``bubble_s``, ``p2p_s``, ``dp_comm_s``, ``optimizer_s``) adding up
+    to ``step_s``; ``a2a_s`` is all the all-to-all time, hidden or not.
+    """
+
+    parts: dict[str, float]
+    a2a_s: float
+    step_s: float
+    micro_batches: int
+    tokens_per_step: int
+    n_gpus: int
+    model_flops_per_token: float
+    peak_flops: float
+    memory_bytes: float
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        """Tokens per second per GPU."""
+        return self.tokens_per_step / self.step_s / self.n_gpus
+
+    @property
+    def gpu_hours_per_trillion_tokens(self) -> float:
+        """GPU-hours to train on 10^12 tokens at this pace (DeepSeek-V3's unit)."""
+        return 1e12 / self.tokens_per_s_per_gpu / 3600
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        """Model TFLOP/s per GPU by Megatron-Core's count (:func:`scaleout.compute.
+        megatron_flops_per_token`), as NVIDIA's tables print it."""
+        return self.tokens_per_s_per_gpu * self.model_flops_per_token / 1e12
+
+    @property
+    def mfu(self) -> float:
+        """Model TFLOP/s over the peak of the recipe's matrix-multiply format."""
+        return self.model_tflops_per_gpu * 1e12 / self.peak_flops
+
+
+def stage_loads(model: str | ModelSpec, pp: int, seq_len: int | None = None, *,
+                mtp_layers: int = 0, schedule: str = "1f1b") -> np.ndarray:
+    """Forward FLOPs per token of each pipeline stage, over their mean (1 = balanced).
+
+    Layers are dealt out as evenly as they go (the first ``l mod pp`` stages take one
+    more); the last stage also runs the output layer (``2Vh`` per token) and the
+    ``mtp_layers`` multi-token-prediction modules (one MoE layer, a ``2h × h`` projection
+    and another output layer each; DeepSeek-V3 Sec. 2.2); the embedding is a lookup. Each
+    layer's FLOPs: ``2 ×`` its active weights plus attention (:mod:`scaleout.compute`).
+    Under DualPipe every GPU holds stages ``i`` and ``pp - 1 - i`` and runs half its
+    micro-batches through each (DeepSeek-V3 Sec. 3.2.1), so a GPU's load is their mean.
+    The busiest entry sets a synchronous pipeline's pace.
+    """
+    from . import compute
+
+    m = catalog.model(model)
+    pp = check_int("pp", pp, maximum=m.n_layers)
+    s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    mtp = check_int("mtp_layers", mtp_layers, minimum=0, maximum=m.n_layers)
+    check_choice("schedule", schedule, SCHEDULES)
+    p = memory.layer_params(m)
+    attn = compute.attention_flops_per_token(m, s) / m.n_layers
+    base = p["attention"] + p["norms"]
+    moe_layer = 2 * (base + (m.top_k + m.shared_experts) * p["expert"] + p["router"]) + attn
+    dense_layer = 2 * (base + p["dense_mlp"]) + attn
+    flops = np.array([moe_layer if m.layer_is_moe(i) else dense_layer
+                      for i in range(m.n_layers)])
+    counts = [len(c) for c in np.array_split(np.arange(m.n_layers), pp)]
+    edges = np.cumsum([0, *counts])
+    stages = np.array([flops[edges[i]:edges[i + 1]].sum() for i in range(pp)])
+    head = 2.0 * m.vocab * m.hidden
+    stages[-1] += head + mtp * (moe_layer + 2 * 2 * m.hidden**2 + head)
+    if schedule == "dualpipe":
+        stages = (stages + stages[::-1]) / 2
+    return stages / stages.mean()
+
+
+def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int,
+                  seq_len: int | None = None, tp: int = 1, pp: int = 1, ep: int = 1,
+                  etp: int = 1, cp: int = 1, micro_batch: int = 1, interleave: int = 1,
+                  recipe: str | memory.PrecisionRecipe = "megatron-bf16",
+                  zero_stage: int = 1, recompute: str = "selective",
+                  schedule: str = "1f1b", a2a_overlap: float = 0.0,
+                  compute_share: float = 1.0, mtp_layers: int = 0, imbalance: float = 1.0,
+                  gpus_per_node: int | None = None, inter=None, calibration=None) -> MoEStep:
+    """A step-time estimate of a mixture-of-experts layout from this library's pieces.
+
+    What the planner will search (TP, PP, EP and CP together); until it does, this composes
+    the same models for one layout (the busiest stage sets the pace, ``m = B/(dp b)``
+    micro-batches; ``dp`` and ``edp`` from :func:`fold`):
+
+    * **compute**: :func:`scaleout.compute.matmul_seconds` of the tokens a GPU processes
+      (FP8 parts at the FP8 peak), at the planner's ``η(min(h/tp, b s/cp))``
+      (:class:`scaleout.plan.Calibration`) times ``compute_share`` (the SMs left to
+      computation while communication kernels run: DeepSeek-V3 gives 20 of 132 to
+      communication, Sec. 3.2.2), split over ``tp × pp``; ``mtp_layers`` scale it by
+      Megatron's count; memory-bound work as the planner counts it (``κ`` × stored
+      activations at HBM bandwidth);
+    * **all-to-all**: :func:`layer_comm_time` per MoE layer and micro-batch on the GPU's
+      derated links, ``imbalance`` × the balanced bytes; ``a2a_overlap`` of
+      ``min(all-to-all, compute)`` hidden behind computation (1: DeepSeek's DualPipe, which
+      overlaps a forward and a backward chunk's communication with their compute,
+      Sec. 3.2.1; 0: nothing hidden);
+    * **tensor parallelism**: four all-reduces of ``2 b (s/cp) h`` bytes per layer, not
+      overlapped (as the planner); ring attention's transfers for ``cp > 1``
+      (:func:`scaleout.context_parallel.ring_attention_time`);
+    * **pipeline**: the busiest stage's share of the work sets the pace
+      (:func:`stage_loads`: uneven layer counts, the output layer and MTP on the last
+      stage); 1F1B's bubble ``(pp - 1)/v`` of a micro-batch's stage time and its
+      sends; DualPipe's bubble ``(pp/2 - 1)(F&B + B - 3W)`` (DeepSeek-V3 Table 2) with
+      ``B = 2F``, ``W = F``, ``F&B = F + B``: ``(pp/2 - 1) × 2F``, its sends overlapped;
+    * **data parallelism**: ZeRO reduce-scatter and all-gather of the non-expert gradients
+      and weights over ``dp`` and of the experts' over ``edp`` (hierarchical), exposed but
+      for ``Calibration.dp_overlap``; the Adam step at HBM bandwidth.
+    """
+    from . import compute
+    from .collectives import AlphaBeta, NodeNetwork
+    from .context_parallel import check_cp, ring_attention_time
+    from .plan.calibration import DEFAULT_CALIBRATION
+    from .plan.network import default_network
+    from .plan.step import ADAM_TRAFFIC_BYTES_PER_PARAM
+
+    m = catalog.model(model)
+    g = catalog.gpu(gpu)
+    r = memory.check_precision(recipe, g)
+    cal = calibration if calibration is not None else DEFAULT_CALIBRATION
+    s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    f = fold(n_gpus, tp=tp, cp=cp, pp=pp, ep=ep, etp=etp)
+    check_ep(m, ep)
+    b = check_int("micro_batch", micro_batch)
+    v = check_int("interleave", interleave)
+    B = check_int("global_batch", global_batch)
+    check_divides("dp x micro_batch", f.dp * b, "global_batch", B)
+    n_mb = B // (f.dp * b)
+    check_choice("schedule", schedule, SCHEDULES)
+    overlap = check_range("a2a_overlap", a2a_overlap, 0.0, 1.0)
+    share = check_range("compute_share", compute_share, 0.01, 1.0)
+    if cp > 1:
+        check_cp(s, cp)
+    net = default_network(g, gpus_per_node, inter)
+    eff = cal.collective_efficiency
+
+    def derate(x):
+        ab = _link(x)
+        return AlphaBeta(ab.latency_s, ab.bandwidth_bytes_s * eff)
+
+    intra, inter_ab = derate(net.intra), derate(net.inter)
+    fabric = NodeNetwork(intra, inter_ab, net.gpus_per_node)
+    gpn = net.gpus_per_node
+    h = m.hidden
+    tokens = b * s / cp  # per GPU per micro-batch
+    eta = float(cal.matmul_efficiency(min(h / tp, tokens))) * share
+    mtp_scale = (compute.megatron_flops_per_token(m, s, mtp_layers=mtp_layers)
+                 / compute.megatron_flops_per_token(m, s))
+    busiest = float(stage_loads(m, pp, s, mtp_layers=mtp_layers, schedule=schedule).max())
+    mm = compute.matmul_seconds(m, tokens, g, r, s, eta) * mtp_scale / tp / pp * busiest
+    act_layer = memory.activation_bytes_per_layer(m, b, max(1, s // cp), tp, True,
+                                                  "none", True, r)
+    mem_s = (cal.nonmatmul_traffic * act_layer * m.n_layers / pp / (g.hbm_gbytes_s * 1e9)
+             * busiest)
+    # communication per micro-batch on the stage
+    moe_here = m.moe_layers / pp * (1 + mtp_layers / m.n_layers) * busiest
+    a2a = (float(layer_comm_time(m, tokens / tp, ep, gpn, intra, inter_ab, r,
+                                 imbalance=imbalance)["total_s"]) * moe_here
+           if ep > 1 else 0.0)
+    layers_here = m.n_layers / pp
+    tp_comm = (4 * float(fabric.time("all_reduce", 2.0 * tokens * h, tp, name="tp"))
+               * layers_here if tp > 1 else 0.0)
+    cp_comm = 0.0
+    if cp > 1:
+        cp_link = intra if tp * cp <= gpn else inter_ab
+        rate = float(cal.matmul_efficiency(min(h / tp, tokens))) * g.bf16_dense_flops
+        ring = ring_attention_time(m, s, cp, cp_link, micro_batch=b, tp=tp,
+                                   attention_flops_s=rate)
+        cp_comm = ring["exposed_s"] * layers_here
+    compute_mb = mm + mem_s
+    hidden = overlap * min(a2a, compute_mb)
+    per_mb = compute_mb + tp_comm + cp_comm + a2a - hidden
+    if schedule == "dualpipe":
+        bubble = max(pp / 2 - 1, 0) * 2 * (per_mb / 3)
+        p2p = 0.0
+    else:
+        bubble = (pp - 1) / v * per_mb
+        send = 2.0 * tokens * h / tp
+        link_pp = inter_ab if tp * f.dp * cp >= gpn else intra
+        p2p = (2 * v * n_mb * (link_pp.latency_s + send / link_pp.bandwidth_bytes_s)
+               if pp > 1 else 0.0)
+    # data parallelism (ZeRO over dp for the dense part, over edp for the experts)
+    params = expert_params_per_gpu(m, ep, etp, tp, pp)
+    from . import zero
+
+    dp_s = 0.0
+    for part, copies in (("dense", f.dp * cp), ("experts", f.edp)):
+        if copies == 1:
+            continue
+        per_node = max(1, min(copies, gpn // min(gpn, tp if part == "dense" else etp * ep)))
+        while copies % per_node:
+            per_node -= 1
+        net_c = NodeNetwork(intra, inter_ab, per_node) if per_node > 1 else None
+        for op, what in zero.stage_collectives(zero_stage):
+            size = params[part] * (r.grad_comm if what == "gradients" else r.param_gather)
+            if net_c is not None:
+                dp_s += float(net_c.time(op, size, copies, name="dp"))
+            else:
+                from .collectives import collective_time
+
+                dp_s += float(collective_time(op, size, copies, inter_ab))
+    dp_s *= 1 - cal.dp_overlap
+    opt_params = params["dense"] / (f.dp * cp if zero_stage >= 1 else 1) + params["experts"] / (
+        f.edp if zero_stage >= 1 else 1)
+    optimizer = opt_params * ADAM_TRAFFIC_BYTES_PER_PARAM / (g.hbm_gbytes_s * 1e9)
+    parts = {"compute_s": n_mb * mm, "memory_bound_s": n_mb * mem_s,
+             "tp_comm_s": n_mb * (tp_comm + cp_comm), "a2a_exposed_s": n_mb * (a2a - hidden),
+             "bubble_s": bubble, "p2p_s": p2p, "dp_comm_s": dp_s, "optimizer_s": optimizer}
+    state = model_state_per_gpu(m, tp=tp, pp=pp, dp=f.dp, cp=cp, ep=ep, etp=etp,
+                                zero_stage=zero_stage, recipe=r)
+    act = memory.activation_bytes_per_layer(m, b, max(1, s // cp), tp, True, recompute, True,
+                                            r) * layers_here * min(pp, n_mb)
+    return MoEStep(parts=parts, a2a_s=n_mb * a2a, step_s=sum(parts.values()),
+                   micro_batches=n_mb, tokens_per_step=B * s, n_gpus=f.n_gpus,
+                   model_flops_per_token=compute.megatron_flops_per_token(
+                       m, s, mtp_layers=mtp_layers, tp=tp),
+                   peak_flops=compute.matmul_peak_flops(g, r),
+                   memory_bytes=state["total_bytes"] + act)
