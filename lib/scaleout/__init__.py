@@ -29,6 +29,14 @@ module         what it models                                         notebook
 ``zero``       ZeRO stages: 2Ψ/3Ψ traffic and its time; Table 1       06
 ``plan``       a 3D-parallel layout's memory and step time; the       08
                vectorised search; validation on published runs
+``moe``        mixtures of experts: expert parallelism, the all-to-  13
+               all on NVLink vs RDMA, node-limited routing, load
+               and capacity, expert memory, parallel folding
+``context_parallel``
+               ring attention and all-to-all (Ulysses) CP;            14
+               activations against sequence length; CP vs TP
+``roofline``   ridge points of every GPU and link; the parts of a    14
+               step on the roofline; what bounds a step
 ``fabric``     Clos tiers, radix, planes, rails: switches, links,      09
                optics link groups, bisection, hops; ECMP vs spraying;
                RDMA/TCP latency on a fabric
@@ -64,6 +72,8 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "checks",
     "collectives",
     "compute",
+    "configs",
+    "context_parallel",
     "costs",
     "data_parallel",
     "diagrams",
@@ -71,6 +81,8 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "glossary",
     "layout",
     "memory",
+    "moe",
+    "nccl",
     "optics",
     "parameters",
     "pipeline",
@@ -78,6 +90,7 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "plotting",
     "reliability",
     "report",
+    "roofline",
     "scaling",
     "svgchart",
     "synthesis",
