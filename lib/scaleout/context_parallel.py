@@ -40,6 +40,7 @@ __all__ = [
     "VARIANTS",
     "activation_bytes_per_gpu",
     "attention_block_flops",
+    "attention_rate",
     "check_cp",
     "compare_cp_tp",
     "cp_sizes",
@@ -227,6 +228,21 @@ def activation_bytes_per_gpu(model: str | ModelSpec, seq_len, *, micro_batch: in
         s / cp, b, m.hidden, m.n_heads, tp, sp, code, True,
         gemm_input_bytes=r.gemm_input_bytes, **memory._activation_shape(m))
     return _out(layer if per_layer else layer * m.n_layers)
+
+
+def attention_rate(model: str | ModelSpec, gpu, seq_len: int, *, tp: int = 1, cp: int = 1,
+                   micro_batch: int = 1, calibration=None) -> float:
+    """FLOP/s a GPU's attention (and matrix multiplies) reach here: the planner's
+    ``η(min(h/tp, b s/cp)) × peak`` (:class:`scaleout.plan.Calibration`, BF16 peak)."""
+    from .plan.calibration import DEFAULT_CALIBRATION
+
+    m = catalog.model(model)
+    g = catalog.gpu(gpu)
+    cal = calibration if calibration is not None else DEFAULT_CALIBRATION
+    tokens = check_int("micro_batch", micro_batch) * check_int("seq_len", seq_len) / check_int(
+        "cp", cp)
+    return float(cal.matmul_efficiency(min(m.hidden / check_int("tp", tp), tokens))
+                 ) * g.bf16_dense_flops
 
 
 def compare_cp_tp(model: str | ModelSpec, gpu, seq_lens, *, base_tp: int = 8,

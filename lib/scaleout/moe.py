@@ -76,6 +76,8 @@ __all__ = [
     "fold",
     "fold_groups",
     "layer_comm_time",
+    "layer_flops",
+    "layer_seconds",
     "model_state_per_gpu",
     "placement",
     "popularity",
@@ -440,6 +442,40 @@ def layer_comm_time(model: str | ModelSpec, tokens, ep: int, gpus_per_node: int,
     return {"dispatch_s": _out(dispatch), "combine_s": _out(combine),
             "forward_s": _out(forward), "backward_s": _out(backward), "total_s": _out(total),
             "network_bytes": _out(net), "nvlink_bytes": _out(nvl)}
+
+
+def layer_flops(model: str | ModelSpec, seq_len: int | None = None) -> float:
+    """Training FLOPs per token of one MoE layer (forward and backward, no recomputation).
+
+    ``3 × (2 × active weights + attention)``: the layer's attention projections, norms,
+    router, ``top_k`` routed and the shared experts (:func:`scaleout.memory.layer_params`),
+    and its attention products (:func:`scaleout.compute.attention_flops_per_token` over
+    the layers), as :func:`scaleout.compute.flops_per_token` counts the whole model.
+    """
+    from .compute import attention_flops_per_token
+
+    m = catalog.model(model)
+    if not m.is_moe:
+        raise ValueError(f"model {m.name!r} has no experts; a mixture of experts is needed")
+    p = memory.layer_params(m)
+    weights = (p["attention"] + p["norms"] + p["router"]
+               + (m.top_k + m.shared_experts) * p["expert"])
+    return 3.0 * (2.0 * weights + attention_flops_per_token(m, seq_len) / m.n_layers)
+
+
+def layer_seconds(model: str | ModelSpec, tokens, gpu, recipe="megatron-bf16",
+                  seq_len: int | None = None, efficiency: float = 1.0):
+    """Seconds of one MoE layer's training FLOPs (:func:`layer_flops`) for ``tokens`` tokens
+    on one GPU, at the peaks of the recipe's formats in the whole model's proportion
+    (:func:`scaleout.compute.matmul_seconds` scaled to the layer), times ``efficiency``.
+    Array-friendly in ``tokens``."""
+    from . import compute
+
+    m = catalog.model(model)
+    split = compute.flops_by_format(m, seq_len, recipe)
+    share = layer_flops(m, seq_len) / (split["fp8"] + split["bf16"])
+    return _out(np.asarray(compute.matmul_seconds(m, tokens, gpu, recipe, seq_len, efficiency))
+                * share)
 
 
 # =========================================================================== memory
