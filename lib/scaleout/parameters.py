@@ -487,9 +487,6 @@ def _agree_13(p: dict[str, Any]) -> None:
     model = catalog.model(p["model_name"])
     moe.check_ep(model, p["ep"])
     memory.check_precision(p["recipe"], p["gpu_name"])
-    if p["top_k"] > model.experts:
-        raise ValueError(f"top_k={p['top_k']} must be at most the {model.experts} experts of "
-                         f"{model.name}")
     for d in p["domain_sizes"]:
         checks.check_int("each of domain_sizes", d, maximum=1024)
     # the Mixtral section's layout must exist and divide
@@ -506,6 +503,9 @@ def _agree_14(p: dict[str, Any]) -> None:
     context_parallel.check_cp(p["seq_len"], p["cp"], variant=p["variant"], model=model)
     memory.check_precision(p["recipe"], p["gpu_name"])
     memory.check_precision(p["recipe"], p["roofline_gpu_name"])
+    pp = max(d for d in range(1, 17) if model.n_layers % d == 0)  # the notebook's memory table
+    memory.training_memory(model, None, tp=p["tp"], pp=pp, dp=8, recompute=p["recompute"],
+                           sp=True, flash_attention=True)
     if model.n_heads % (p["tp"] * p["cp"]) and p["cp"] > 1:
         raise ValueError(f"tp x cp = {p['tp'] * p['cp']} must divide the {model.n_heads} heads "
                          f"of {model.name} (the notebook compares CP with a TP that large)")
@@ -639,7 +639,6 @@ SPECS: dict[str, Spec] = {
     "13_mixture_of_experts": Spec({
         "model_name": Choice(_moe_models, doc="a catalog mixture-of-experts model"),
         "gpu_name": GPU, "ep": Int(1, 4096, doc="expert-parallel size (divides the experts)"),
-        "top_k": Int(1, 64, doc="experts per token in the routing drawing and the load study"),
         "tokens_per_gpu": Int(256, 1_048_576, doc="tokens per GPU in one micro-batch"),
         "network_name": SCALE_OUT, "domain_sizes": ListOf(Int(1, 1024), 1, 8, unique=True),
         "recipe": Choice(lambda: ("megatron-bf16", "fp8-te", "fp8-deepseek")),
