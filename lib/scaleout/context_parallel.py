@@ -147,12 +147,12 @@ def attention_block_flops(model: str | ModelSpec, seq_len: int, cp: int,
 
 
 def ring_attention_time(model: str | ModelSpec, seq_len: int, cp: int, link, *,
-                        micro_batch: int = 1, tp: int = 1, attention_flops_s: float,
+                        micro_batch: int = 1, tp: int = 1, attention_flops_per_s: float,
                         bytes_per_value: float = 2.0) -> dict[str, float]:
     """Seconds of one layer's ring attention on one GPU: compute, transfers, and what shows.
 
     Forward: ``cp`` blocks of attention (:func:`attention_block_flops` at
-    ``attention_flops_s``, the rate the attention kernel reaches), and ``cp - 1`` sends of
+    ``attention_flops_per_s``, the rate the attention kernel reaches), and ``cp - 1`` sends of
     a key/value block (:func:`kv_block_bytes`, ``α + bytes/B`` over ``link``) that overlap
     the block being computed: each step shows ``max(0, send - compute)``. Backward: twice
     the compute, and the block travels with its gradients (``dK``, ``dV``): twice the
@@ -163,7 +163,7 @@ def ring_attention_time(model: str | ModelSpec, seq_len: int, cp: int, link, *,
     """
     ab = collectives._link(link)
     m = catalog.model(model)
-    rate = float(check_array("attention_flops_s", attention_flops_s, allow_zero=False))
+    rate = float(check_array("attention_flops_per_s", attention_flops_per_s, allow_zero=False))
     cp, tp = check_int("cp", cp), check_int("tp", tp)
     kv_split = tp if m.is_mla else min(tp, m.kv_heads)
     block = attention_block_flops(m, seq_len, cp, micro_batch) / tp / rate
@@ -178,7 +178,7 @@ def ring_attention_time(model: str | ModelSpec, seq_len: int, cp: int, link, *,
 
 
 def ulysses_time(model: str | ModelSpec, seq_len: int, cp: int, gpus_per_node: int,
-                 intra, inter, *, micro_batch: int = 1, attention_flops_s: float,
+                 intra, inter, *, micro_batch: int = 1, attention_flops_per_s: float,
                  bytes_per_value: float = 2.0) -> dict[str, float]:
     """Seconds of one layer's all-to-all (Ulysses) context parallelism on one GPU.
 
@@ -193,7 +193,7 @@ def ulysses_time(model: str | ModelSpec, seq_len: int, cp: int, gpus_per_node: i
     m = catalog.model(model)
     s, b = check_int("seq_len", seq_len), check_int("micro_batch", micro_batch)
     check_cp(s, cp, variant="all-to-all", model=m)
-    rate = float(check_array("attention_flops_s", attention_flops_s, allow_zero=False))
+    rate = float(check_array("attention_flops_per_s", attention_flops_per_s, allow_zero=False))
     widths = (m.n_heads * m.qk_head_dim + m.kv_heads * (m.qk_head_dim + m.head_dim)
               + m.n_heads * m.head_dim)
     size = b * s / cp * widths * float(bytes_per_value)
@@ -302,7 +302,7 @@ def compare_cp_tp(model: str | ModelSpec, gpu, seq_lens, *, base_tp: int = 8,
                 check_cp(s, cp)
                 cp_link = intra if tp * cp <= net.gpus_per_node else inter_ab
                 ring = ring_attention_time(m, s, cp, cp_link, micro_batch=micro_batch,
-                                           tp=tp, attention_flops_s=rate)
+                                           tp=tp, attention_flops_per_s=rate)
                 attn = ring["compute_s"]
             else:
                 attn = 3 * attention_block_flops(m, s, 1, micro_batch) / tp / rate

@@ -768,7 +768,7 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
         cp_link = intra if tp * cp <= gpn else inter_ab
         rate = float(cal.matmul_efficiency(min(h / tp, tokens))) * g.bf16_dense_flops
         ring = ring_attention_time(m, s, cp, cp_link, micro_batch=b, tp=tp,
-                                   attention_flops_s=rate)
+                                   attention_flops_per_s=rate)
         cp_comm = ring["exposed_s"] * layers_here
     compute_mb = mm + mem_s
     hidden = overlap * min(a2a, compute_mb)

@@ -59,10 +59,16 @@ def code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [cell for cell in nb.cells if cell.cell_type == "code"]
 
 
+def parameters_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The code cell tagged ``parameters`` (papermill injects values after it)."""
+    return next(c for c in nb.cells
+                if c.cell_type == "code" and "parameters" in c.metadata.get("tags", []))
+
+
 def parameter_names(nb: nbformat.NotebookNode) -> set[str]:
-    """Names assigned at the top level of the notebook's first cell (its parameters)."""
+    """Names assigned at the top level of the notebook's parameters cell."""
     names: set[str] = set()
-    for node in ast.parse(nb.cells[0].source).body:
+    for node in ast.parse(parameters_cell(nb).source).body:
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         names |= {t.id for t in targets if isinstance(t, ast.Name)}
     return names
@@ -98,11 +104,10 @@ def test_parameter_sets_name_existing_notebooks() -> None:
 # -- structure --------------------------------------------------------------------------------
 
 @each_notebook
-def test_first_cell_is_tagged_parameters(path: Path) -> None:
-    first = read(path).cells[0]
-    assert first.cell_type == "code", "the first cell must be the code cell of parameters"
+def test_first_code_cell_is_tagged_parameters(path: Path) -> None:
+    first = code_cells(read(path))[0]
     assert "parameters" in first.metadata.get("tags", []), \
-        "the first cell must carry the tag 'parameters' (papermill injects values after it)"
+        "the first code cell must carry the tag 'parameters' (papermill injects values after it)"
 
 
 @each_notebook

@@ -87,10 +87,10 @@ class ContextExplorer(Explorer):
         rate = cpar.attention_rate(m, g, s, tp=tp, cp=cp)
         ring_link = net.intra if tp * cp <= net.gpus_per_node else net.inter
         if v["variant"] == "ring":
-            attn = cpar.ring_attention_time(m, s, cp, ring_link, tp=tp, attention_flops_s=rate)
+            attn = cpar.ring_attention_time(m, s, cp, ring_link, tp=tp, attention_flops_per_s=rate)
         else:
             attn = cpar.ulysses_time(m, s, cp, net.gpus_per_node, net.intra, net.inter,
-                                     attention_flops_s=rate / tp)
+                                     attention_flops_per_s=rate / tp)
         vs = None
         if cp > 1 and m.n_heads % (tp * cp) == 0:
             vs = cpar.compare_cp_tp(m, g, s, base_tp=tp, factor=cp)
