@@ -42,8 +42,8 @@ def test_kv_block_and_attention_block_by_hand():
 def test_ring_attention_hides_transfers_when_blocks_are_long():
     m = catalog.model("llama3-70b")
     ib = AlphaBeta(1e-6, 35e9)
-    long_ = cp.ring_attention_time(m, 131072, 8, ib, attention_flops_s=400e12)
-    short = cp.ring_attention_time(m, 8192, 8, ib, attention_flops_s=400e12)
+    long_ = cp.ring_attention_time(m, 131072, 8, ib, attention_flops_per_s=400e12)
+    short = cp.ring_attention_time(m, 8192, 8, ib, attention_flops_per_s=400e12)
     assert long_["exposed_s"] == 0 and long_["comm_s"] > 0
     assert short["exposed_s"] > 0  # a short block computes faster than its transfer
     # exposure by hand: 7 steps, forward max(0, send - block) and backward twice that
@@ -77,7 +77,7 @@ def test_ulysses_sends_four_all_to_alls_each_way():
 
     m = catalog.model("llama3-70b")
     nvl, ib = AlphaBeta(0.5e-6, 450e9), AlphaBeta(1e-6, 50e9)
-    out = cp.ulysses_time(m, 32768, 8, 8, nvl, ib, attention_flops_s=400e12)
+    out = cp.ulysses_time(m, 32768, 8, 8, nvl, ib, attention_flops_per_s=400e12)
     size = 32768 / 8 * (8192 + 1024 + 1024 + 8192) * 2
     assert out["comm_s"] == pytest.approx(2 * moe.all_to_all_time(size, 8, 8, nvl, ib))
 
