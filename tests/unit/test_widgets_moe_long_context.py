@@ -69,7 +69,7 @@ def test_roofline_explorer_parts_are_roofline_s():
     parts = roofline.step_parts("llama3-70b", "H100", seq_len=8192, tp=8, dp=64,
                                 micro_batches=16)
     assert [p.name for p in e.result["parts"]] == [p.name for p in parts]
-    assert "compute-bound" in e.readout.value and "hbm-bound" in e.readout.value
+    assert "<td>compute</td>" in e.readout.value and "<td>hbm</td>" in e.readout.value
     e.set_values(fmt="fp8", gpu="A100-SXM4-80GB")
     assert "no FP8 tensor cores" in e.error
     e.set_values(gpu="H100-SXM5-80GB", model="deepseek-v3", tp=1, ep=64)

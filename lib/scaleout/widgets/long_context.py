@@ -34,6 +34,11 @@ _WIDE = {"style": {"description_width": "120px"}, "layout": W.Layout(width="300p
 _SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 
+def _number(x: float) -> str:
+    """``12,345`` above 10, ``1.25`` below: never scientific notation."""
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2f}"
+
+
 def _table(rows: list[tuple[str, str]]) -> str:
     body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                    for k, v in rows)
@@ -113,18 +118,17 @@ class ContextExplorer(Explorer):
             ylabel="activations per GPU (GiB)",
             title=f"{r['model'].name}: one micro-batch, all layers", width=700, height=360)
         a = r["attn"]
-        rows = [("activations per GPU", f"{r['here_bytes'] / GIB:,.1f} GiB"),
-                (f"{r['variant']} attention, compute", f"{a['compute_s'] * 1e3:,.2f} ms/layer"),
-                (f"{r['variant']} attention, transfers", f"{a['comm_s'] * 1e3:,.2f} ms/layer"),
-                ("transfers not hidden", f"{a['exposed_s'] * 1e3:,.2f} ms/layer")]
+        rows = [("activations/GPU", f"{r['here_bytes'] / GIB:,.1f} GiB"),
+                (f"{r['variant']} attention", f"{a['compute_s'] * 1e3:,.2f} ms/layer"),
+                ("its transfers", f"{a['comm_s'] * 1e3:,.2f} ms/layer"),
+                ("not hidden", f"{a['exposed_s'] * 1e3:,.2f} ms/layer")]
         if r["vs"] is not None:
             vs = r["vs"]
-            rows += [(f"TP {r['tp'] * r['cp']}, one layer", f"{vs['tp_only_s'] * 1e3:,.2f} ms"),
-                     (f"TP {r['tp']} × CP {r['cp']}, one layer", f"{vs['cp_s'] * 1e3:,.2f} ms"),
-                     ("faster", "CP" if vs["cp_s"] < vs["tp_only_s"] else "the larger TP")]
+            rows += [(f"TP {r['tp'] * r['cp']} layer", f"{vs['tp_only_s'] * 1e3:,.2f} ms"),
+                     (f"TP {r['tp']} × CP {r['cp']} layer", f"{vs['cp_s'] * 1e3:,.2f} ms"),
+                     ("faster", "CP" if vs["cp_s"] < vs["tp_only_s"] else "larger TP")]
         else:
-            rows.append(("larger TP", f"TP {r['tp'] * r['cp']} does not divide the "
-                         f"{r['model'].n_heads} heads"))
+            rows.append(("larger TP", f"TP {r['tp'] * r['cp']} ∤ {r['model'].n_heads} heads"))
         return _table(rows)
 
 
@@ -200,9 +204,11 @@ class RooflineExplorer(Explorer):
             xlabel="arithmetic intensity (FLOPs per byte of the channel)",
             ylabel="attainable TFLOP/s",
             title=f"{r['gpu'].name}, {r['fmt'].upper()} peak {r['peak'] / 1e12:,.0f} TFLOP/s",
-            width=700, height=380)
-        rows = [(f"{i} · {p.name}", f"{p.intensity:,.1f} FLOP/B vs ridge {p.ridge:,.0f} "
-                 f"({p.channel}): "
-                 f"{'compute-bound' if p.bound == 'compute' else p.bound + '-bound'}")
-                for i, p in enumerate(r["parts"], start=1)]
-        return _table(rows)
+            width=580, height=380)
+        head = "<tr><th>part</th><th>FLOP/B</th><th>ridge</th><th>bound by</th></tr>"
+        body = "".join(
+            f"<tr><th style='white-space:nowrap'>{i} · {html.escape(p.name)}</th>"
+            f"<td>{_number(p.intensity)}</td><td>{p.ridge:,.0f}</td>"
+            f"<td>{html.escape(p.bound)}</td></tr>"
+            for i, p in enumerate(r["parts"], start=1))
+        return f"<table>{head}{body}</table>"

@@ -137,16 +137,16 @@ class MoEExplorer(Explorer):
         share = c["total_s"] / (c["total_s"] + r["compute_s"])
         rows = [
             ("experts per GPU", f"{r['experts_per_gpu']:,}"),
-            ("dispatch bytes over the network", f"{c['network_bytes'] / 1e6:,.1f} MB"),
-            ("dispatch bytes over NVLink", f"{c['nvlink_bytes'] / 1e6:,.1f} MB"),
+            ("network MB / dispatch", f"{c['network_bytes'] / 1e6:,.1f}"),
+            ("NVLink MB / dispatch", f"{c['nvlink_bytes'] / 1e6:,.1f}"),
             ("one dispatch", f"{c['dispatch_s'] * 1e3:,.2f} ms"),
             ("one combine", f"{c['combine_s'] * 1e3:,.2f} ms"),
-            ("all-to-all, fwd + bwd", f"{c['total_s'] * 1e3:,.2f} ms"),
-            ("compute, fwd + bwd", f"{r['compute_s'] * 1e3:,.2f} ms"),
-            ("all-to-all share if not overlapped", f"{share:.0%}"),
+            ("all-to-alls, fwd+bwd", f"{c['total_s'] * 1e3:,.2f} ms"),
+            ("compute, fwd+bwd", f"{r['compute_s'] * 1e3:,.2f} ms"),
+            ("all-to-all share", f"{share:.0%}"),
             ("busiest rank / mean", f"{r['imbalance']:.2f}×"),
-            ("experts' weights, grads, optimizer (no ZeRO)",
-             f"{r['expert_state_bytes'] / GIB:,.1f} of {r['hbm_bytes'] / GIB:,.0f} GiB"),
+            ("expert state, no ZeRO", f"{r['expert_state_bytes'] / GIB:,.1f} GiB"),
+            ("HBM per GPU", f"{r['hbm_bytes'] / GIB:,.0f} GiB"),
         ]
         body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(val)}</td></tr>"
                        for k, val in rows)
