@@ -40,7 +40,8 @@ def test_moe_explorer_controls_and_bad_ep(serve_voila: Callable[[Path], VoilaSer
     assert_control_redraws(app, lambda: select(page, "network", "RoCE v2 400GbE"),
                            "figure after the network menu")
     assert_control_redraws(app, lambda: select(page, "ep", "32"), "figure after the EP menu")
-    assert_control_redraws(app, lambda: select(page, "domain", "72"), "figure after the domain menu")
+    assert_control_redraws(app, lambda: select(page, "domain", "72"),
+                           "figure after the domain menu")
     assert_bad_value_recovers(
         app, lambda: set_int_text(page, ".so-ctl-experts input", 100),
         lambda: set_int_text(page, ".so-ctl-experts input", 256), "must divide experts")
