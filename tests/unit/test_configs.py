@@ -447,3 +447,28 @@ def test_cli_bad_input_exits_2_with_one_line(args, match, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert status == 2 and len(err.splitlines()) == 1
     assert err.startswith("scaleout plan: error:") and __import__("re").search(match, err)
+
+
+def test_mixtral_config_maps_onto_the_catalog_entry():
+    """A Mixtral config.json (the paper's Table 1 shape) lands on the catalog's fields and
+    counts: 46.7B total, 12.9B active."""
+    ref = catalog.model("mixtral-8x7b")
+    cfg = {"architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "intermediate_size": 14336, "num_local_experts": 8, "num_experts_per_tok": 2,
+           "vocab_size": 32000, "max_position_embeddings": 32768, "tie_word_embeddings": False}
+    m = configs.from_hf_config(cfg, seq_len=32768)
+    for field in ("experts", "top_k", "expert_ffn_hidden", "moe_layers", "n_kv_heads", "vocab"):
+        assert getattr(m.spec, field) == getattr(ref, field), field
+    assert (m.params_total, m.params_active) == (memory.param_count(ref),
+                                                 compute.active_params(ref))
+    assert _rounds_to(m.params_total / 1e9, 46.7, 0.1) and _rounds_to(m.params_active / 1e9,
+                                                                      12.9, 0.1)
+    assert not m.plannable
+
+
+def test_load_model_refuses_a_catalog_mixture_of_experts_by_name():
+    with pytest.raises(ValueError, match=r"'deepseek-v3' uses a mixture of experts.*does not "
+                                         r"search expert parallelism yet"):
+        configs.load_model("deepseek-v3")
+    assert configs.load_model("llama3-8b")[0].name == "llama3-8b"
