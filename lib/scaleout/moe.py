@@ -178,8 +178,12 @@ def route_tokens(n_tokens: int, experts: int, top_k: int, *, skew: float = 0.0,
     p = popularity(E, skew)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
     # Gumbel top-k: the k largest of log p + Gumbel noise are a draw without replacement
-    keys = np.log(p)[None, :] - np.log(-np.log(rng.random((n, E))))
-    return np.argsort(-keys, axis=1)[:, :k]
+    u = np.maximum(rng.random((n, E), dtype=np.float32), np.finfo(np.float32).tiny)
+    gumbel = -np.log(-np.log(u))
+    keys = np.log(p).astype(np.float32)[None, :] + gumbel
+    top = np.argpartition(-keys, k - 1, axis=1)[:, :k]  # the k largest, unordered
+    order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1)
+    return np.take_along_axis(top, order, axis=1)
 
 
 def expert_loads(n_tokens: int, experts: int, top_k: int, *, skew: float = 0.0,
