@@ -226,7 +226,7 @@ def activation_bytes_per_gpu(model: str | ModelSpec, seq_len, *, micro_batch: in
     r = memory.get_recipe(recipe)
     layer = memory.activation_per_layer_arrays(
         s / cp, b, m.hidden, m.n_heads, tp, sp, code, True,
-        gemm_input_bytes=r.gemm_input_bytes, **memory._activation_shape(m))
+        gemm_input_bytes=r.gemm_input_bytes, **memory.activation_shape(m))
     return _out(layer if per_layer else layer * m.n_layers)
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "activation_bytes_per_layer",
     "activation_modes",
     "activation_per_layer_arrays",
+    "activation_shape",
     "check_precision",
     "get_recipe",
     "layer_params",
@@ -505,8 +506,10 @@ def activation_per_layer_arrays(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.
     return np.where(np.asarray(recompute) == 2, full, stored)
 
 
-def _activation_shape(m: ModelSpec) -> dict[str, float]:
-    """The model-dependent arguments of :func:`activation_per_layer_arrays`."""
+def activation_shape(m: ModelSpec) -> dict[str, float]:
+    """The model-dependent keyword arguments of :func:`activation_per_layer_arrays` (head
+    widths, the MLP width a token passes through, an MoE layer's routed copies): pass them
+    as ``**activation_shape(model)``."""
     h = m.hidden
     k = m.top_k * m.moe_layers / m.n_layers
     qkv = None
@@ -559,7 +562,7 @@ def activation_bytes_per_layer(
     return float(
         activation_per_layer_arrays(
             s, micro_batch, m.hidden, m.n_heads, tp, bool(sp), code, bool(flash_attention),
-            gemm_input_bytes=get_recipe(recipe).gemm_input_bytes, **_activation_shape(m),
+            gemm_input_bytes=get_recipe(recipe).gemm_input_bytes, **activation_shape(m),
         )
     )
 
