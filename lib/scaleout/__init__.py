@@ -29,6 +29,14 @@ module         what it models                                         notebook
 ``zero``       ZeRO stages: 2Ψ/3Ψ traffic and its time; Table 1       06
 ``plan``       a 3D-parallel layout's memory and step time; the       08
                vectorised search; validation on published runs
+``moe``        mixtures of experts: expert parallelism, the all-to-  13
+               all on NVLink vs RDMA, node-limited routing, load
+               and capacity, expert memory, parallel folding
+``context_parallel``
+               ring attention and all-to-all (Ulysses) CP;            14
+               activations against sequence length; CP vs TP
+``roofline``   ridge points of every GPU and link; the parts of a    14
+               step on the roofline; what bounds a step
 ``fabric``     Clos tiers, radix, planes, rails: switches, links,      09
                optics link groups, bisection, hops; ECMP vs spraying;
                RDMA/TCP latency on a fabric
@@ -74,14 +82,18 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "compute",
     "configs",
     "congestion",
+    "context_parallel",
     "costs",
     "data_parallel",
     "diagrams",
     "fabric",
+    "fonts",
+    "formatting",
     "glossary",
     "lab",
     "layout",
     "memory",
+    "moe",
     "nccl",
     "optics",
     "parameters",
@@ -91,11 +103,14 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "power",
     "reliability",
     "report",
+    "roofline",
     "scaling",
+    "selfcheck",
     "svgchart",
     "synthesis",
     "tensor_parallel",
     "units",
+    "verdict",
     "widgets",
     "zero",
 ]

@@ -137,11 +137,27 @@ class GPU(Entry):
 
 @dataclass(frozen=True)
 class ModelSpec(Entry):
-    """A decoder-only transformer's shape.
+    """A decoder-only transformer's shape, dense or a mixture of experts.
 
     ``n_kv_heads`` < ``n_heads`` is grouped-query attention; ``gated_mlp`` is a
     SwiGLU-style MLP with three weight matrices; ``biases`` and
     ``learned_positions`` describe GPT-2/3-style models.
+
+    **Mixture of experts** (``experts > 0``): every MoE layer replaces the dense MLP
+    by ``experts`` routed experts, each an MLP of width ``expert_ffn_hidden``, of
+    which a router picks ``top_k`` per token, plus ``shared_experts`` experts every
+    token uses (DeepSeekMoE, Dai et al. 2024, arXiv 2401.06066). The first
+    ``first_dense_layers`` layers keep a dense MLP of width ``ffn_hidden``; after
+    them every ``moe_layer_step``-th layer is MoE (:attr:`layer_is_moe`).
+
+    **Multi-head latent attention** (MLA, ``kv_lora_rank`` set; DeepSeek-V2, arXiv
+    2405.04434, Sec. 2.1): keys and values are rebuilt from a shared latent of width
+    ``kv_lora_rank`` (queries from one of width ``q_lora_rank``, 0 = none); each head's
+    query and key have ``qk_nope_head_dim + qk_rope_head_dim`` channels (the rotary part
+    of the key shared by all heads), its value ``v_head_dim``.
+
+    ``attention_head_dim`` sets a head's width where ``n_heads × head_dim`` differs
+    from ``hidden`` (Qwen3, gpt-oss).
     """
 
     name: str = field_of("", "catalog name")
@@ -152,7 +168,7 @@ class ModelSpec(Entry):
     seq_len: int = field_of("tokens", "training sequence length s")
     source: str = field_of("", "where the shape comes from")
     n_kv_heads: int | None = field_of("", "key/value heads (GQA); None means n_heads", default=None)
-    ffn_hidden: int | None = field_of("", "MLP inner width; None means 4h", default=None)
+    ffn_hidden: int | None = field_of("", "dense MLP inner width; None means 4h", default=None)
     gated_mlp: bool = field_of("", "SwiGLU-style MLP (three matrices) instead of two",
                                default=False)
     tied_embeddings: bool = field_of("", "output layer shares the input embedding", default=True)
@@ -164,18 +180,117 @@ class ModelSpec(Entry):
     params_published: float | None = field_of(
         "parameters", "parameter count stated by the source", default=None
     )
+    # -- attention beyond the h x h default
+    attention_head_dim: int | None = field_of(
+        "channels", "width of one attention head; None means hidden / n_heads", default=None)
+    attention_biases: bool = field_of(
+        "", "q, k, v and output projections carry biases, norms do not (gpt-oss)",
+        default=False)
+    sliding_window: int | None = field_of(
+        "tokens", "tokens a windowed layer attends to; None: every layer sees the whole "
+        "sequence", default=None)
+    full_attention_every: int | None = field_of(
+        "layers", "with a sliding window, every n-th layer attends to the whole sequence "
+        "(gpt-oss: 2); None: every layer is windowed", default=None)
+    # -- multi-head latent attention (MLA)
+    kv_lora_rank: int | None = field_of(
+        "channels", "MLA: width of the compressed key/value latent; None: ordinary attention",
+        default=None)
+    q_lora_rank: int = field_of(
+        "channels", "MLA: width of the compressed query latent; 0: queries not compressed",
+        default=0, allow_zero=True)
+    qk_nope_head_dim: int | None = field_of(
+        "channels", "MLA: query/key channels per head without rotary positions", default=None)
+    qk_rope_head_dim: int | None = field_of(
+        "channels", "MLA: query/key channels per head with rotary positions (the key's "
+        "shared by all heads)", default=None)
+    v_head_dim: int | None = field_of("channels", "MLA: value channels per head", default=None)
+    # -- mixture of experts
+    experts: int = field_of("experts", "routed experts per MoE layer E; 0 for a dense model",
+                            default=0, allow_zero=True)
+    top_k: int = field_of("experts", "routed experts each token is sent to, k <= E",
+                          default=0, allow_zero=True)
+    shared_experts: int = field_of("experts", "experts every token uses besides its k "
+                                   "routed ones (DeepSeekMoE)", default=0, allow_zero=True)
+    expert_ffn_hidden: int | None = field_of(
+        "channels", "MLP inner width of one expert f_e (routed and shared)", default=None)
+    first_dense_layers: int = field_of(
+        "layers", "leading layers whose MLP stays dense (DeepSeek-V3: 3)", default=0,
+        allow_zero=True)
+    moe_layer_step: int = field_of(
+        "layers", "after the dense ones, every n-th layer is MoE (1: all of them)", default=1)
+    router_bias: bool = field_of("", "the router carries a bias per expert (DeepSeek-V3's "
+                                 "load-balancing bias, gpt-oss)", default=False)
+    expert_biases: bool = field_of("", "each expert's linear layers carry biases (gpt-oss)",
+                                   default=False)
+    max_nodes_per_token: int | None = field_of(
+        "nodes", "node-limited routing: a token's routed experts lie on at most this many "
+        "nodes (DeepSeek-V3: 4); None: no limit", default=None)
+    params_active_published: float | None = field_of(
+        "parameters", "parameters per token (activated) stated by the source", default=None)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         kv = self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
-        if self.hidden % self.n_heads:
+        label = f"model {self.name!r}"
+        if self.hidden % self.n_heads and self.attention_head_dim is None and not self.is_mla:
             raise ValueError(
-                f"model {self.name!r}: hidden={self.hidden} must be a multiple of "
-                f"n_heads={self.n_heads}"
+                f"{label}: hidden={self.hidden} must be a multiple of "
+                f"n_heads={self.n_heads} (or give attention_head_dim)"
             )
         if self.n_heads % kv:
             raise ValueError(
-                f"model {self.name!r}: n_kv_heads={kv} must divide n_heads={self.n_heads}"
+                f"{label}: n_kv_heads={kv} must divide n_heads={self.n_heads}"
             )
+        self._check_moe(label)
+        self._check_mla(label)
+        if self.full_attention_every is not None and self.sliding_window is None:
+            raise ValueError(f"{label}: full_attention_every={self.full_attention_every} "
+                             "needs a sliding_window")
+
+    def _check_moe(self, label: str) -> None:
+        if self.experts == 0:
+            moe_only = {"top_k": self.top_k, "shared_experts": self.shared_experts,
+                        "first_dense_layers": self.first_dense_layers,
+                        "expert_ffn_hidden": self.expert_ffn_hidden,
+                        "max_nodes_per_token": self.max_nodes_per_token}
+            for key, value in moe_only.items():
+                if value not in (0, None):
+                    raise ValueError(f"{label}: {key}={value} describes a mixture of experts, "
+                                     "but experts=0 (a dense model); set experts > 0")
+            if self.router_bias or self.expert_biases or self.moe_layer_step != 1:
+                raise ValueError(f"{label}: router_bias, expert_biases and moe_layer_step "
+                                 "describe a mixture of experts, but experts=0")
+            return
+        if not 1 <= self.top_k <= self.experts:
+            raise ValueError(f"{label}: top_k={self.top_k} must be from 1 to "
+                             f"experts={self.experts} (experts a token is sent to)")
+        if self.expert_ffn_hidden is None:
+            raise ValueError(f"{label}: a mixture of experts needs expert_ffn_hidden (the "
+                             "MLP width of one expert)")
+        if self.first_dense_layers >= self.n_layers:
+            raise ValueError(f"{label}: first_dense_layers={self.first_dense_layers} must be "
+                             f"below n_layers={self.n_layers} (some layer must be MoE)")
+        if self.moe_layer_step > self.n_layers - self.first_dense_layers:
+            raise ValueError(f"{label}: moe_layer_step={self.moe_layer_step} leaves no MoE "
+                             f"layer in {self.n_layers - self.first_dense_layers} layers")
+
+    def _check_mla(self, label: str) -> None:
+        dims = {"qk_nope_head_dim": self.qk_nope_head_dim,
+                "qk_rope_head_dim": self.qk_rope_head_dim, "v_head_dim": self.v_head_dim}
+        if self.kv_lora_rank is None:
+            given = [k for k, v in dims.items() if v is not None]
+            if given or self.q_lora_rank:
+                raise ValueError(f"{label}: {', '.join(given) or 'q_lora_rank'} describe "
+                                 "multi-head latent attention; set kv_lora_rank too")
+            return
+        missing = [k for k, v in dims.items() if v is None]
+        if missing:
+            raise ValueError(f"{label}: multi-head latent attention (kv_lora_rank="
+                             f"{self.kv_lora_rank}) needs {', '.join(missing)}")
+        if self.attention_head_dim is not None:
+            raise ValueError(f"{label}: attention_head_dim does not apply to MLA; its head "
+                             "widths are qk_nope_head_dim, qk_rope_head_dim and v_head_dim")
 
     @property
     def kv_heads(self) -> int:
@@ -184,13 +299,68 @@ class ModelSpec(Entry):
 
     @property
     def ffn(self) -> int:
-        """MLP inner width (4h unless the model says otherwise)."""
+        """Dense MLP inner width (4h unless the model says otherwise)."""
         return self.ffn_hidden if self.ffn_hidden is not None else 4 * self.hidden
 
     @property
     def head_dim(self) -> int:
-        """Width of one attention head, h / a."""
+        """Width of one attention head: ``attention_head_dim``, else h / a (MLA: the value's)."""
+        if self.is_mla:
+            return int(self.v_head_dim)
+        if self.attention_head_dim is not None:
+            return self.attention_head_dim
         return self.hidden // self.n_heads
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Channels of one head's query and key (MLA: no-rope + rope part)."""
+        if self.is_mla:
+            return int(self.qk_nope_head_dim) + int(self.qk_rope_head_dim)
+        return self.head_dim
+
+    @property
+    def is_mla(self) -> bool:
+        """Whether attention is multi-head latent attention."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether the model is a mixture of experts."""
+        return self.experts > 0
+
+    def layer_is_moe(self, layer: int) -> bool:
+        """Whether layer ``layer`` (0-based) has experts: after the ``first_dense_layers``,
+        every ``moe_layer_step``-th layer (Qwen3-MoE's ``decoder_sparse_step`` and Llama 4's
+        ``interleave_moe_layer_step`` count the same way)."""
+        if not self.is_moe or layer < self.first_dense_layers:
+            return False
+        return (layer + 1 - self.first_dense_layers) % self.moe_layer_step == 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers with experts."""
+        return sum(self.layer_is_moe(i) for i in range(self.n_layers))
+
+    @property
+    def dense_layers(self) -> int:
+        """Layers with a dense MLP."""
+        return self.n_layers - self.moe_layers
+
+    @property
+    def token_ffn(self) -> float:
+        """MLP width one token passes through, averaged over the layers: ``ffn`` in a dense
+        layer, ``(top_k + shared_experts) × expert_ffn_hidden`` in an MoE layer."""
+        moe = (self.top_k + self.shared_experts) * (self.expert_ffn_hidden or 0)
+        return (self.dense_layers * self.ffn + self.moe_layers * moe) / self.n_layers
+
+    def attends_to(self, layer: int, seq_len: int) -> int:
+        """Tokens a query attends to at most in layer ``layer`` (the window, or the sequence)."""
+        if self.sliding_window is None:
+            return seq_len
+        every = self.full_attention_every
+        if every is not None and (layer + 1) % every == 0:
+            return seq_len
+        return min(seq_len, self.sliding_window)
 
     def replace(self, **changes) -> ModelSpec:
         """A copy with some fields changed (validated again)."""
@@ -540,7 +710,7 @@ def custom_model(n_layers: int, hidden: int, n_heads: int, *, vocab: int = CUSTO
         return model({"name": name, **dims, "vocab": check_int("vocab", vocab),
                       "seq_len": check_int("seq_len", seq_len)})
     return model(base).replace(name=name, source="user-defined", aliases=(),
-                               params_published=None, **dims)
+                               params_published=None, params_active_published=None, **dims)
 
 
 def link(spec: str | Link | dict, *, param: str | None = None) -> Link:

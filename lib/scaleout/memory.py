@@ -36,6 +36,8 @@ from .layout import RECOMPUTE_MODES
 from .units import GIB
 
 __all__ = [
+    "FP8_TILE_BYTES",
+    "MATMUL_FORMATS",
     "RECIPES",
     "RECOMPUTE_MODES",
     "MemoryBreakdown",
@@ -45,8 +47,12 @@ __all__ = [
     "activation_bytes_per_layer",
     "activation_modes",
     "activation_per_layer_arrays",
+    "activation_shape",
+    "check_precision",
     "get_recipe",
     "layer_tensors",
+    "layer_params",
+    "layers_params",
     "megatron_param_count",
     "model_state_arrays",
     "model_state_breakdown",
@@ -63,15 +69,67 @@ __all__ = [
 
 
 # =========================================================================== parameters
-def param_breakdown(model: str | ModelSpec) -> dict[str, int]:
-    """Parameters of a decoder-only transformer, by part.
+def layer_params(model: str | ModelSpec) -> dict[str, int]:
+    """Parameters of the pieces one transformer layer is built from.
 
-    Per layer: attention ``h*h`` (Q) + ``2*h*h_kv`` (K, V; ``h_kv = kv_heads * h/a``)
-    + ``h*h`` (output); MLP ``2*h*f`` (or ``3*h*f`` gated); norms ``2h`` per norm
-    with biases (LayerNorm), ``h`` without (RMSNorm); biases of the linear
-    layers ``h + 2*h_kv + h + f + h`` when the model has them. Outside the
-    layers: the ``V*h`` embedding, ``s*h`` learned positions, a final norm and,
-    if untied, a ``V*h`` output layer.
+    * ``attention``: Q ``h·(a d)``, K and V ``2h·(a_kv d)``, output ``(a d)·h`` with
+      ``d`` the head width (``h/a`` unless ``attention_head_dim`` says otherwise), plus
+      their biases (``biases`` or ``attention_biases``). Multi-head latent attention
+      (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1; the layer of Hugging Face's
+      ``modeling_deepseek_v3.py``): queries ``h·r_q + r_q + r_q·a(d_nope + d_rope)``
+      (``h·a(d_nope + d_rope)`` without query compression), keys and values
+      ``h(r_kv + d_rope) + r_kv + r_kv·a(d_nope + d_v)``, output ``a d_v·h``.
+    * ``norms``: two per layer, ``2h`` each with biases (LayerNorm), ``h`` without (RMSNorm).
+    * ``dense_mlp``: ``2hf`` (``3hf`` gated), plus ``f + h`` of biases with ``biases``.
+    * ``expert``: one expert, the same MLP at width ``f_e`` (its biases ``2f_e + h``
+      gated, ``f_e + h`` not, with ``expert_biases``); 0 for a dense model.
+    * ``router``: ``h E`` (plus ``E`` with ``router_bias``); 0 for a dense model.
+    """
+    m = catalog.model(model)
+    h, a = m.hidden, m.n_heads
+    mats = 3 if m.gated_mlp else 2
+    if m.is_mla:
+        rope, nope, v = m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim
+        rq, rkv = m.q_lora_rank, m.kv_lora_rank
+        q = (h * rq + rq + rq * a * (nope + rope)) if rq else h * a * (nope + rope)
+        attention = q + h * (rkv + rope) + rkv + rkv * a * (nope + v) + a * v * h
+    else:
+        q_dim, kv_dim = a * m.head_dim, m.kv_heads * m.head_dim
+        attention = 2 * h * q_dim + 2 * h * kv_dim
+        if m.biases or m.attention_biases:
+            attention += q_dim + 2 * kv_dim + h
+    f, fe = m.ffn, m.expert_ffn_hidden or 0
+    return {
+        "attention": attention,
+        "norms": 2 * (2 * h if m.biases else h),
+        "dense_mlp": mats * h * f + ((f + h) if m.biases else 0),
+        "expert": (mats * h * fe + (((mats - 1) * fe + h) if m.expert_biases else 0)
+                   if m.is_moe else 0),
+        "router": (h * m.experts + (m.experts if m.router_bias else 0)) if m.is_moe else 0,
+    }
+
+
+def layers_params(model: str | ModelSpec, *, active: bool = False) -> int:
+    """Parameters of all transformer layers: every expert, or (``active``) those one token
+    uses, its ``top_k`` routed experts and the shared ones (:func:`layer_params`)."""
+    m = catalog.model(model)
+    p = layer_params(m)
+    experts = (m.top_k if active else m.experts) + m.shared_experts
+    return (m.n_layers * (p["attention"] + p["norms"]) + m.dense_layers * p["dense_mlp"]
+            + m.moe_layers * (experts * p["expert"] + p["router"]))
+
+
+def param_breakdown(model: str | ModelSpec) -> dict[str, int]:
+    """Parameters of a decoder-only transformer, by part; a mixture of experts counts every
+    expert (what memory must hold).
+
+    Per layer (:func:`layer_params`): attention ``h*h`` (Q) + ``2*h*h_kv`` (K, V;
+    ``h_kv = kv_heads * h/a``) + ``h*h`` (output); MLP ``2*h*f`` (or ``3*h*f`` gated);
+    norms ``2h`` per norm with biases (LayerNorm), ``h`` without (RMSNorm); biases of the
+    linear layers ``h + 2*h_kv + h + f + h`` when the model has them. An MoE layer holds
+    ``experts + shared_experts`` MLPs of width ``f_e`` and a router instead of the dense
+    MLP. Outside the layers: the ``V*h`` embedding, ``s*h`` learned positions, a final
+    norm and, if untied, a ``V*h`` output layer.
 
     With GPT-style settings (``f = 4h``, biases, tied embeddings, learned
     positions) this is Megatron-LM Eq. 2 plus the final LayerNorm's ``2h``.
@@ -82,18 +140,12 @@ def param_breakdown(model: str | ModelSpec) -> dict[str, int]:
         ``layers``, ``embedding``, ``positions``, ``final_norm``, ``output`` and ``total``.
     """
     m = catalog.model(model)
-    h, f, l = m.hidden, m.ffn, m.n_layers
-    h_kv = m.kv_heads * m.head_dim
-    attention = 2 * h * h + 2 * h * h_kv
-    mlp = (3 if m.gated_mlp else 2) * h * f
-    norm = 2 * h if m.biases else h
-    biases = (2 * h + 2 * h_kv + f + h) if m.biases else 0
-    per_layer = attention + mlp + 2 * norm + biases
+    h = m.hidden
     parts = {
-        "layers": l * per_layer,
+        "layers": layers_params(m),
         "embedding": m.vocab * h,
         "positions": m.seq_len * h if m.learned_positions else 0,
-        "final_norm": norm,
+        "final_norm": 2 * h if m.biases else h,
         "output": 0 if m.tied_embeddings else m.vocab * h,
     }
     parts["total"] = sum(parts.values())
@@ -139,12 +191,41 @@ def megatron_param_count(model: str | ModelSpec) -> float:
 
 
 # =========================================================================== model state
+#: Formats a recipe may run its matrix multiplies in.
+MATMUL_FORMATS = ("fp32", "bf16", "fp8")
+
+
 @dataclass(frozen=True)
 class PrecisionRecipe:
-    """Bytes per parameter kept by a training recipe, by the part ZeRO shards it with.
+    """Bytes per parameter kept by a training recipe, by the part ZeRO shards it with, and
+    what the recipe's number formats change elsewhere.
 
     ZeRO stage 1 shards ``optimizer_bytes``, stage 2 also ``grad_bytes``, stage 3
     also ``weight_bytes``.
+
+    Attributes
+    ----------
+    matmul
+        Format of the Linear layers' matrix multiplies: ``"fp8"`` runs them at the GPU's
+        FP8 peak (:func:`scaleout.compute.matmul_peak_flops`); ``"bf16"`` at its 16-bit
+        peak. Attention's two sequence-long products, the output layer and the router stay
+        in BF16 in every FP8 recipe here (Transformer Engine and DeepSeek-V3 alike).
+    gemm_input_bytes
+        Bytes per stored activation that a Linear layer's backward pass reads (its input):
+        2 in BF16; 1 where the recipe keeps the FP8 copy it multiplied with (Transformer
+        Engine), plus one FP32 scale per 128 values for DeepSeek-V3's 1x128 tiles. Other
+        activations (norms, softmax, the SwiGLU product's factors) stay BF16
+        (:func:`activation_per_layer_arrays`).
+    activation_comm_bytes
+        Bytes per activation value sent between GPUs for tensor, sequence, context and
+        pipeline parallelism.
+    dispatch_bytes, combine_bytes
+        Bytes per value of the mixture-of-experts all-to-all that sends tokens to their
+        experts (dispatch) and brings the results back (combine).
+    grad_comm_bytes, param_gather_bytes
+        Bytes per value of the data-parallel gradient reduction, and of the weights
+        gathered under ZeRO-3 or the distributed optimizer; default ``grad_bytes`` and
+        ``weight_bytes``.
     """
 
     name: str
@@ -153,12 +234,47 @@ class PrecisionRecipe:
     optimizer_bytes: float
     source: str
     description: str
+    matmul: str = "bf16"
+    gemm_input_bytes: float = 2.0
+    activation_comm_bytes: float = 2.0
+    dispatch_bytes: float = 2.0
+    combine_bytes: float = 2.0
+    grad_comm_bytes: float | None = None
+    param_gather_bytes: float | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("matmul", self.matmul, MATMUL_FORMATS)
+        for name in ("weight_bytes", "grad_bytes", "optimizer_bytes", "gemm_input_bytes",
+                     "activation_comm_bytes", "dispatch_bytes", "combine_bytes"):
+            check_positive(name, getattr(self, name), maximum=64)
+        for name in ("grad_comm_bytes", "param_gather_bytes"):
+            if getattr(self, name) is not None:
+                check_positive(name, getattr(self, name), maximum=64)
 
     @property
     def total_bytes(self) -> float:
         """Bytes per parameter without sharding."""
         return self.weight_bytes + self.grad_bytes + self.optimizer_bytes
 
+    @property
+    def grad_comm(self) -> float:
+        """Bytes per gradient value reduced over data parallelism."""
+        return self.grad_bytes if self.grad_comm_bytes is None else self.grad_comm_bytes
+
+    @property
+    def param_gather(self) -> float:
+        """Bytes per weight value all-gathered (ZeRO-3, distributed optimizer)."""
+        return self.weight_bytes if self.param_gather_bytes is None else self.param_gather_bytes
+
+    @property
+    def fp8(self) -> bool:
+        """Whether the Linear layers multiply in FP8 (a GPU without FP8 units cannot run it)."""
+        return self.matmul == "fp8"
+
+
+#: Bytes per value of DeepSeek-V3's fine-grained FP8: one E4M3 byte plus one FP32 scale per
+#: 128 values (1x128 activation tiles; arXiv 2412.19437, Sec. 3.3.2).
+FP8_TILE_BYTES = 1 + 4 / 128
 
 #: Training recipes by name. The default, ``"mixed-adam"``, is the ZeRO paper's 16 bytes/param.
 RECIPES: dict[str, PrecisionRecipe] = {
@@ -184,18 +300,54 @@ RECIPES: dict[str, PrecisionRecipe] = {
         PrecisionRecipe(
             "fp32-adam", 4, 4, 8,
             "Kingma & Ba 2015 (Adam) in fp32; ZeRO Sec. 3.1",
-            "fp32 weights and gradients; fp32 momentum and variance",
+            "fp32 weights and gradients; fp32 momentum and variance", matmul="fp32",
+            gemm_input_bytes=4, activation_comm_bytes=4, dispatch_bytes=4, combine_bytes=4,
         ),
         PrecisionRecipe(
             "fp32-sgd-momentum", 4, 4, 4,
             "SGD with momentum (one fp32 buffer per parameter)",
-            "fp32 weights and gradients; one fp32 momentum buffer",
+            "fp32 weights and gradients; one fp32 momentum buffer", matmul="fp32",
+            gemm_input_bytes=4, activation_comm_bytes=4, dispatch_bytes=4, combine_bytes=4,
         ),
         PrecisionRecipe(
             "mixed-adam-8bit", 2, 2, 6,
             "Dettmers et al. 2022, '8-bit Optimizers via Block-wise Quantization' "
             "(arXiv 2110.02861): 8-bit momentum and variance, fp32 master weights",
             "fp16/bf16 weights and gradients; fp32 master; 1-byte momentum and variance",
+        ),
+        PrecisionRecipe(
+            "fp8-te", 2, 4, 12,
+            "NVIDIA Transformer Engine FP8 (Micikevicius et al. 2022, 'FP8 Formats for Deep "
+            "Learning', arXiv 2209.05433; TE docs 'Using FP8 with Transformer Engine') in "
+            "Megatron-Core with its distributed optimizer: bf16 params, fp32 main grads, "
+            "fp32 master and Adam moments (18 bytes, as megatron-bf16)",
+            "Linear layers multiply in FP8 (E4M3 forward, E5M2 or E4M3 gradients, per-tensor "
+            "scales) and keep their FP8 inputs for the backward pass; weights held in bf16, "
+            "fp32 master weights, gradients and moments; attention core, output layer, norms, "
+            "softmax and communication stay bf16",
+            matmul="fp8", gemm_input_bytes=1,
+        ),
+        PrecisionRecipe(
+            "fp8-te-fp8-params", 1, 4, 12,
+            "Megatron-Core --fp8-param-gather with Transformer Engine: the weights are kept "
+            "and all-gathered in FP8; fp32 master weights and moments in the distributed "
+            "optimizer (Megatron-Core docs, 'FP8 parameter gather')",
+            "as fp8-te, but the weights are stored and gathered in FP8 (1 byte): 17 bytes per "
+            "parameter, and half the bytes of a ZeRO-3 / distributed-optimizer weight gather",
+            matmul="fp8", gemm_input_bytes=1, param_gather_bytes=1,
+        ),
+        PrecisionRecipe(
+            "fp8-deepseek", 2, 4, 8,
+            "DeepSeek-V3 Technical Report (arXiv 2412.19437), Sec. 3.3: fine-grained FP8 "
+            "(1x128 activation tiles, 128x128 weight blocks, E4M3 throughout); master "
+            "weights and gradients fp32, AdamW moments bf16 (Sec. 3.3.3); activations of "
+            "Linear layers cached in FP8; MoE dispatch in FP8, combine in bf16 (Sec. 3.3.4)",
+            "bf16 working weights (assumed: ZeRO-1 shards the fp32 master, so each rank "
+            "needs an unsharded compute copy; the report does not say its format), fp32 "
+            "gradients, fp32 master + two bf16 moments in the sharded optimizer state (4 + 4 "
+            "bytes); Linear layers in FP8 with their inputs cached in FP8 plus one fp32 scale "
+            "per 128 values; dispatch all-to-all in FP8, combine in bf16",
+            matmul="fp8", gemm_input_bytes=FP8_TILE_BYTES, dispatch_bytes=FP8_TILE_BYTES,
         ),
     ]
 }
@@ -206,6 +358,27 @@ def get_recipe(recipe: str | PrecisionRecipe) -> PrecisionRecipe:
     if isinstance(recipe, PrecisionRecipe):
         return recipe
     return RECIPES[check_choice("recipe", recipe, RECIPES)]
+
+
+def check_precision(recipe: str | PrecisionRecipe, gpu: str | GPU) -> PrecisionRecipe:
+    """The recipe, if ``gpu`` can run it: an FP8 recipe needs FP8 tensor cores.
+
+    Raises
+    ------
+    ValueError
+        ``recipe 'fp8-te' multiplies in FP8, but gpu A100-SXM4-80GB has no FP8 tensor
+        cores ...``, naming the GPUs that have them and the 16-bit recipes.
+    """
+    r = get_recipe(recipe)
+    g = catalog.gpu(gpu)
+    if r.fp8 and g.fp8_dense_tflops is None:
+        with_fp8 = [x.name for x in catalog.gpus() if x.fp8_dense_tflops is not None]
+        other = [name for name, x in RECIPES.items() if not x.fp8]
+        raise ValueError(f"recipe {r.name!r} multiplies in FP8, but gpu {g.name!r} has no "
+                         f"FP8 tensor cores (no fp8_dense_tflops in data/gpus.toml); allowed: "
+                         f"a GPU with FP8 ({', '.join(with_fp8)}) or a recipe without it "
+                         f"({', '.join(other)})")
+    return r
 
 
 @dataclass(frozen=True)
@@ -304,7 +477,8 @@ def weights_bytes(params: float, bytes_per_param: float = 2) -> float:
 
 # =========================================================================== activations
 def activation_per_layer_arrays(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.0,
-                                ffn_ratio=4.0, gated=False):
+                                ffn_ratio=4.0, gated=False, gemm_input_bytes=2.0,
+                                qkv_ratio=None, routed_copies=0.0):
     """Activation bytes per transformer layer, per GPU (array-friendly kernel of
     :func:`activation_bytes_per_layer`; arguments unchecked, ``recompute`` as
     :func:`recompute_code`).
@@ -317,9 +491,18 @@ def activation_per_layer_arrays(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.
     split by ``t`` only with sequence parallelism; the rest is split by ``t``.
 
     Generalisation (exact for the paper's GPT models, ``kv_ratio = 1``,
-    ``ffn_ratio = 4``): Q, K, V take ``2sbh(1 + 2r)`` with ``r = kv_heads/a``;
-    the MLP keeps ``4sb·f`` bytes (``8sb·f`` gated: two up-projections, the
-    activation and the product).
+    ``ffn_ratio = 4``): Q, K, V take ``2sbh(1 + 2r)`` with ``r = kv_heads/a``
+    (``2sbh·qkv_ratio`` when the heads' widths differ from ``h/a``: ``qkv_ratio``
+    is Q, K and V's channels over ``h``); the MLP keeps ``4sb·f`` bytes (``8sb·f``
+    gated: two up-projections, the activation and the product); a mixture of
+    experts keeps its ``k`` routed copies of each token's input (``2k sbh``,
+    ``routed_copies`` = k averaged over the layers) and ``f`` is the width a token
+    passes through (:attr:`~scaleout.catalog.ModelSpec.token_ffn`).
+
+    ``gemm_input_bytes``: the inputs of the Linear layers (the two layer-norm outputs,
+    attention's output before its projection, the MLP's last product, the routed
+    copies) are stored at this many bytes per value instead of 2: 1 when an FP8 recipe
+    keeps the FP8 copy it multiplied with (:class:`PrecisionRecipe`).
 
     ``recompute``: 0 none, 1 selective (attention core recomputed: the
     ``5as^2b`` term goes), 2 full (only the layer input, ``2sbh``, is kept;
@@ -328,15 +511,35 @@ def activation_per_layer_arrays(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.
     """
     s, b, h, a, t = (np.asarray(x, dtype=float) for x in (s, b, h, a, t))
     sbh = s * b * h
+    g = np.asarray(gemm_input_bytes, dtype=float) / 2.0
+    qkv = 2 * (1 + 2 * np.asarray(kv_ratio)) if qkv_ratio is None else 2 * np.asarray(qkv_ratio)
     mlp_inner = np.where(gated, 8.0, 4.0) * ffn_ratio  # bytes per sbh inside the MLP
-    in_tp = 2 * (1 + 2 * kv_ratio) + 2 + mlp_inner  # QKV, attention-over-V input, MLP inner
-    outside = 10.0  # 2 (attn in) + 1 (attn dropout mask) + 2 (mlp in) + 1 (mask) + 4 (norms)
+    last_product = 2.0 * np.asarray(ffn_ratio)  # the down-projection's input (a GEMM input)
+    routed = 2.0 * np.asarray(routed_copies)
+    # QKV, attention-over-V input, MLP inner, routed copies; GEMM inputs at g
+    in_tp = qkv + 2 * g + (mlp_inner - last_product) + (last_product + routed) * g
+    # 2 (attn in) + 1 (attn dropout mask) + 2 (mlp in) + 1 (mask) + 4 (norms); the two
+    # layer-norm outputs are GEMM inputs
+    outside = 6.0 + 4.0 * g
     scores = 5 * a * s * s * b  # softmax out 2, dropout mask 1, dropout out 2 (per a s^2 b)
     keep_scores = (np.asarray(recompute) == 0) & ~np.asarray(flash, dtype=bool)
     split_outside = np.where(sp, t, 1.0)
     stored = sbh * (outside / split_outside + in_tp / t) + np.where(keep_scores, scores / t, 0.0)
     full = 2 * sbh / split_outside
     return np.where(np.asarray(recompute) == 2, full, stored)
+
+
+def activation_shape(m: ModelSpec) -> dict[str, float]:
+    """The model-dependent keyword arguments of :func:`activation_per_layer_arrays` (head
+    widths, the MLP width a token passes through, an MoE layer's routed copies): pass them
+    as ``**activation_shape(model)``."""
+    h = m.hidden
+    k = m.top_k * m.moe_layers / m.n_layers
+    qkv = None
+    if m.is_mla or m.head_dim * m.n_heads != h:
+        qkv = (m.n_heads * m.qk_head_dim + m.kv_heads * (m.qk_head_dim + m.head_dim)) / h
+    return {"kv_ratio": m.kv_heads / m.n_heads, "ffn_ratio": m.token_ffn / h,
+            "gated": m.gated_mlp, "qkv_ratio": qkv, "routed_copies": k}
 
 
 def recompute_code(recompute: str) -> int:
@@ -352,6 +555,7 @@ def activation_bytes_per_layer(
     sp: bool = False,
     recompute: str = "none",
     flash_attention: bool = False,
+    recipe: str | PrecisionRecipe = "mixed-adam",
 ) -> float:
     """Activation bytes one transformer layer keeps for one micro-batch, per GPU.
 
@@ -366,7 +570,8 @@ def activation_bytes_per_layer(
     full recompute                  ``2sbh`` (``2sbh/t`` with SP)
     ==============================  ==========================
 
-    Grouped-query attention and gated MLPs are included as described in
+    Grouped-query attention, gated MLPs, experts and FP8 recipes (whose Linear layers
+    keep FP8 inputs, ``recipe``) are included as described in
     :func:`activation_per_layer_arrays`.
     """
     check_bool("sp", sp)
@@ -380,7 +585,7 @@ def activation_bytes_per_layer(
     return float(
         activation_per_layer_arrays(
             s, micro_batch, m.hidden, m.n_heads, tp, bool(sp), code, bool(flash_attention),
-            kv_ratio=m.kv_heads / m.n_heads, ffn_ratio=m.ffn / m.hidden, gated=m.gated_mlp,
+            gemm_input_bytes=get_recipe(recipe).gemm_input_bytes, **activation_shape(m),
         )
     )
 
@@ -416,6 +621,7 @@ def activation_bytes(
     *,
     pp: int = 1,
     flash_attention: bool = False,
+    recipe: str | PrecisionRecipe = "mixed-adam",
 ) -> float:
     """Activation bytes per GPU for one micro-batch over all layers of one pipeline stage.
 
@@ -430,7 +636,7 @@ def activation_bytes(
     pp = check_int("pp", pp)
     layout.check(layout.Plan(pp=pp), layout.Facts.of(m), only=("pp_layers",))
     per_layer = activation_bytes_per_layer(
-        m, micro_batch, seq_len, tp, sp, recompute, flash_attention
+        m, micro_batch, seq_len, tp, sp, recompute, flash_attention, recipe
     )
     return per_layer * m.n_layers / pp
 
@@ -550,7 +756,9 @@ def training_memory(
     zero_stage
         0-3.
     recipe
-        Bytes-per-parameter convention, a name of :data:`RECIPES`.
+        Bytes-per-parameter convention, a name of :data:`RECIPES`; an FP8 recipe also
+        stores the Linear layers' inputs in FP8, and needs a GPU with FP8 tensor cores
+        (:func:`check_precision`).
     recompute
         ``"none"``, ``"selective"`` or ``"full"``.
     sp, flash_attention
@@ -562,6 +770,8 @@ def training_memory(
     check_bool("flash_attention", flash_attention)
     m = catalog.model(model)
     g = catalog.gpu(gpu) if gpu is not None else None
+    if g is not None:
+        check_precision(recipe, g)
     tp = check_int("tp", tp)
     pp = check_int("pp", pp)
     dp = check_int("dp", dp)
@@ -571,7 +781,8 @@ def training_memory(
     params = stage_params(m, tp, pp)
     state = model_state_breakdown(params, zero_stage, dp, recipe)
     act = activation_bytes(
-        m, micro_batch, seq_len, tp, sp, recompute, pp=pp, flash_attention=flash_attention
+        m, micro_batch, seq_len, tp, sp, recompute, pp=pp, flash_attention=flash_attention,
+        recipe=recipe,
     )
     return MemoryBreakdown(
         weights=state.weights,

@@ -522,6 +522,39 @@ def _agree_15(p: dict[str, Any]) -> None:
     for name in p["mpi_algorithms"]:
         checks.check_choice("mpi_algorithms", name, mpibench.OMPI_ALGORITHMS)
     mpibench.message_sizes(8, p["mpi_max_bytes"], 4)
+def _moe_models() -> list[str]:
+    from . import catalog
+
+    return [m.name for m in catalog.models() if m.is_moe]
+
+
+def _agree_13(p: dict[str, Any]) -> None:
+    from . import catalog, memory, moe
+
+    model = catalog.model(p["model_name"])
+    moe.check_ep(model, p["ep"])
+    memory.check_precision(p["recipe"], p["gpu_name"])
+    for d in p["domain_sizes"]:
+        checks.check_int("each of domain_sizes", d, maximum=1024)
+    # the Mixtral section's layout must exist and divide
+    moe.step_estimate(p["mixtral_name"], p["mixtral_gpu_name"], p["mixtral_gpus"],
+                      global_batch=p["mixtral_batch"], pp=p["mixtral_pp"], ep=p["mixtral_ep"],
+                      recipe="megatron-bf16", seq_len=p["mixtral_seq_len"])
+
+
+def _agree_14(p: dict[str, Any]) -> None:
+    from . import catalog, context_parallel, memory
+
+    model = catalog.model(p["model_name"])
+    checks.check_divides("tp", p["tp"], f"the heads of {model.name}", model.n_heads)
+    context_parallel.check_cp(p["seq_len"], p["cp"], variant=p["variant"], model=model)
+    memory.check_precision(p["recipe"], p["gpu_name"])
+    pp = max(d for d in range(1, 17) if model.n_layers % d == 0)  # the notebook's memory table
+    memory.training_memory(model, None, tp=p["tp"], pp=pp, dp=8, recompute=p["recompute"],
+                           sp=True, flash_attention=True)
+    if model.n_heads % (p["tp"] * p["cp"]) and p["cp"] > 1:
+        raise ValueError(f"tp x cp = {p['tp'] * p['cp']} must divide the {model.n_heads} heads "
+                         f"of {model.name} (the notebook compares CP with a TP that large)")
 
 
 def _agree_cluster_plan(p: dict[str, Any]) -> None:
@@ -675,6 +708,30 @@ SPECS: dict[str, Spec] = {
         "plan_model": MODEL, "plan_gpu": GPU, "plan_gpus": Int(1, MAX_GPUS),
         "plan_batch": Int(1, 10**7),
     }, _agree_15),
+    "13_mixture_of_experts": Spec({
+        "model_name": Choice(_moe_models, doc="a catalog mixture-of-experts model"),
+        "gpu_name": GPU, "ep": Int(1, 4096, doc="expert-parallel size (divides the experts)"),
+        "tokens_per_gpu": Int(256, 1_048_576, doc="tokens per GPU in one micro-batch"),
+        "network_name": SCALE_OUT, "domain_sizes": ListOf(Int(1, 1024), 1, 8, unique=True),
+        "recipe": Choice(lambda: ("megatron-bf16", "fp8-te", "fp8-deepseek")),
+        "skew": Number(0.0, 1.5, doc="the router's skew (0: balanced)"),
+        "capacity_factor": Number(1.0, 8.0), "seed": Int(0, 2**31 - 1),
+        "mixtral_name": Choice(_moe_models), "mixtral_gpu_name": GPU,
+        "mixtral_gpus": Int(1, 1_000_000), "mixtral_batch": Int(1, 10**6),
+        "mixtral_pp": Int(1, 64), "mixtral_ep": Int(1, 256),
+        "mixtral_seq_len": Int(512, 131_072),
+    }, _agree_13),
+    "14_long_context_and_precision": Spec({
+        "model_name": MODEL, "gpu_name": GPU,
+        "seq_len": Int(among=tuple(2**k for k in range(12, 21)),
+                       doc="a power of two from 4,096 to 1,048,576"),
+        "tp": Int(among=(1, 2, 4, 8, 16)), "cp": Int(among=(1, 2, 4, 8, 16, 32)),
+        "variant": Choice(lambda: ("ring", "all-to-all")),
+        "recipe": Choice(lambda: ("fp8-te", "fp8-te-fp8-params", "fp8-deepseek"),
+                         doc="the FP8 recipe compared with BF16"),
+        "recompute": RECOMPUTE, "roofline_gpu_name": GPU,
+        "micro_batch": Int(1, 64), "dp": Int(2, MAX_GPUS),
+    }, _agree_14),
     "reports/cluster_plan": Spec({
         "model_name": Choice(lambda: [*_models(), "custom"]),
         "custom_layers": Int(0, 10**6), "custom_hidden": Int(0, 10**6),

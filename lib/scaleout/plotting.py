@@ -45,6 +45,7 @@ __all__ = [
     "bubble_curves",
     "clos_diagram",
     "dp_timeline",
+    "expert_map",
     "holding_bars_svg",
     "labelled_hbars",
     "link_colors",
@@ -55,6 +56,7 @@ __all__ = [
     "pipeline_gantt",
     "pipeline_gantt_svg",
     "plan_bars_svg",
+    "ring_diagram",
     "run_timeline",
     "stage_bars",
     "step_in_words",
@@ -666,5 +668,81 @@ def run_timeline(ax: Axes, timeline, start_s: float = 0.0, end_s: float | None =
     ax.set_yticks([])
     ax.set_xlabel("wall-clock time (hours)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+# =========================================================================== experts and rings
+def expert_map(ax: Axes, placement: np.ndarray, choice: np.ndarray, gpus_per_node: int,
+               source_gpu: int = 0, title: str = "") -> None:
+    """Expert parallelism drawn: each GPU (grouped in nodes) with the experts it holds
+    (``placement[r]`` from :func:`scaleout.moe.placement`), and arrows from ``source_gpu``
+    to the GPU of every expert its tokens chose (``choice`` from
+    :func:`scaleout.moe.route_tokens`; one colour per token). An arrow that leaves the
+    node is drawn dashed: it crosses the network."""
+    ep, per = placement.shape
+    owner = {int(e): r for r in range(ep) for e in placement[r]}
+    cols = min(ep, gpus_per_node)
+    rows = -(-ep // cols)
+    w, h = 1.0, 0.6
+    pos = {}
+    for r in range(ep):
+        x, y = (r % cols) * 1.3, -(r // cols) * 1.1
+        pos[r] = (x, y)
+        node = r // gpus_per_node
+        ax.add_patch(_rect(x, y, w, h, "#e8eef7" if node % 2 == 0 else "#f3ecd9"))
+        shown = ", ".join(str(int(e)) for e in placement[r][:6]) + (" …" if per > 6 else "")
+        ax.text(x + w / 2, y + h * 0.68, f"GPU {r}", ha="center", fontsize=8, weight="bold")
+        ax.text(x + w / 2, y + h * 0.28, f"E {shown}", ha="center", fontsize=7)
+    colors = ["#c44e52", "#4c72b0", "#55a868", "#8172b2", "#ccb974", "#64b5cd"]
+    sx, sy = pos[source_gpu]
+    for t, row in enumerate(choice):
+        for e in row:
+            r = owner[int(e)]
+            if r == source_gpu:
+                continue
+            tx, ty = pos[r]
+            remote = r // gpus_per_node != source_gpu // gpus_per_node
+            same_row = ty == sy
+            start = (sx + w / 2, sy + h) if same_row else (sx + w / 2, sy)
+            ax.annotate("", xy=(tx + w / 2, ty + h), xytext=start,
+                        arrowprops={"arrowstyle": "->", "color": colors[t % len(colors)],
+                                    "lw": 1.2, "ls": "--" if remote else "-",
+                                    "connectionstyle": f"arc3,rad={-0.3 if same_row else 0.2}"})
+    ax.set_xlim(-0.3, cols * 1.3)
+    ax.set_ylim(-(rows - 1) * 1.1 - 0.3, h + 1.2)
+    ax.set_axis_off()
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+def _rect(x: float, y: float, w: float, h: float, color: str):
+    from matplotlib.patches import FancyBboxPatch
+
+    return FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02", facecolor=color,
+                          edgecolor="#555555")
+
+
+def ring_diagram(ax: Axes, schedule: np.ndarray, step: int = 1, title: str = "") -> None:
+    """Ring attention drawn: ``cp`` GPUs on a circle, each keeping its queries ``Q_g`` and,
+    at ``step``, the key/value block ``schedule[step, g]``
+    (:func:`scaleout.context_parallel.ring_schedule`), with the arrow to the GPU it
+    passes its block to next."""
+    steps, cp = schedule.shape
+    angles = np.pi / 2 - 2 * np.pi * np.arange(cp) / cp
+    xs, ys = np.cos(angles), np.sin(angles)
+    for g in range(cp):
+        ax.add_patch(_rect(xs[g] - 0.3, ys[g] - 0.15, 0.6, 0.3, "#e8eef7"))
+        ax.text(xs[g], ys[g] + 0.04, f"GPU {g}: Q{g}", ha="center", fontsize=8, weight="bold")
+        ax.text(xs[g], ys[g] - 0.09, f"holds KV{int(schedule[step % steps, g])}", ha="center",
+                fontsize=8)
+        n = (g + 1) % cp
+        ax.annotate("", xy=(0.78 * xs[n], 0.78 * ys[n]), xytext=(0.78 * xs[g], 0.78 * ys[g]),
+                    arrowprops={"arrowstyle": "->", "color": "#c44e52", "lw": 1.5,
+                                "connectionstyle": "arc3,rad=-0.25"})
+    ax.set_xlim(-1.35, 1.35)
+    ax.set_ylim(-1.3, 1.3)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
     if title:
         ax.set_title(title, fontsize=11)

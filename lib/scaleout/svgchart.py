@@ -324,6 +324,8 @@ def line_chart(
     marker_x: float | None = None,
     marker_label: str = "",
     points: Mapping[str, tuple[float, float]] | None = None,
+    point_colors: Mapping[str, str] | None = None,
+    label_points: bool = False,
     width: int = 720,
     height: int = 340,
     xtick_format: Callable[[float], str] = formatting.axis_tick,
@@ -346,7 +348,8 @@ def line_chart(
     marker_x
         An x value drawn as a dashed vertical line, labelled ``marker_label``.
     points
-        ``{label: (x, y)}`` drawn as dots on the series of the same colour.
+        ``{label: (x, y)}`` drawn as dots on the series of the same colour (or in
+        ``point_colors[label]``); ``label_points`` writes each label beside its dot.
     xtick_format, ytick_format
         Tick labels (default :func:`scaleout.formatting.axis_tick`; e.g.
         :func:`scaleout.formatting.bytes_iec` for sizes, :func:`~scaleout.formatting.duration`
@@ -461,11 +464,15 @@ def line_chart(
                    f'{dash}><title>{escape(label)}</title></polyline>')
     for label, (x, y) in (points or {}).items():
         if math.isfinite(x) and math.isfinite(y) and (not logx or x > 0) and (not logy or y > 0):
-            color = colors.get(label, "black")
+            color = (point_colors or {}).get(label, colors.get(label, "black"))
             yy = min(max(y, y_lo), y_hi)
-            out.append(f'<circle cx="{fx(x):.1f}" cy="{fy(yy):.1f}" r="6" fill="{color}" '
+            xx = min(max(x, x_lo), x_hi) if logx else x
+            out.append(f'<circle cx="{fx(xx):.1f}" cy="{fy(yy):.1f}" r="6" fill="{color}" '
                        f'stroke="black"><title>{escape(label)}: {formatting.sig(y)}'
                        "</title></circle>")
+            if label_points:
+                out.append(_marker_text(fx(xx), fy(yy) - 9, label,
+                                        fx(xx) > left + 0.6 * plot_w))
     if marker_x is not None and math.isfinite(marker_x) and (not logx or marker_x > 0):
         mx = fx(min(max(marker_x, x_lo), x_hi))
         out.append(f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{top:g}" y2="{y0:g}" stroke="black" '

@@ -231,11 +231,13 @@ def layer_flops(model: str | ModelSpec, micro_batch: int = 1, seq_len: int | Non
     whole model with full recomputation, ``96 B s l h² (1 + s/(6h) + V/(16 l h))``:
     the same layers counted four times instead of three
     (:func:`scaleout.compute.megatron_iteration_flops`).
+    For a mixture of experts ``N_layer`` is the weights a token uses
+    (:func:`scaleout.memory.layers_params` with ``active=True``).
     """
     m = catalog.model(model)
     b = check_int("micro_batch", micro_batch)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
-    per_layer_params = memory.param_breakdown(m)["layers"] / m.n_layers
+    per_layer_params = memory.layers_params(m, active=True) / m.n_layers
     return b * s * (6 * per_layer_params + 12 * m.hidden * s)
 
 

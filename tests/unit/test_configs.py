@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scaleout import catalog, configs, memory, plan
+from scaleout import catalog, compute, configs, memory, plan
 from scaleout.__main__ import main
 from scaleout.configs import UnsupportedPlanError
 
@@ -74,7 +74,15 @@ def test_qwen3_moe_counts_total_and_active_and_refuses_to_plan():
     assert _rounds_to(m.params_total / 1e9, 30.5, 0.1)
     assert _truncates_to(m.params_active / 1e9, 3.3, 0.1)
     assert _rounds_to((m.params_total - 2 * m.spec.vocab * m.spec.hidden) / 1e9, 29.9, 0.1)
-    assert m.moe.experts == 128 and m.moe.top_k == 8 and m.moe.moe_layers == 48
+    assert m.spec.experts == 128 and m.spec.top_k == 8 and m.spec.moe_layers == 48
+    assert m.spec.expert_ffn_hidden == 768 and m.spec.head_dim == 128
+    # the config maps onto the catalog's entry, field by field (the catalog leaves out the
+    # per-head q/k norms, 2 x 128 per layer)
+    ref = catalog.model("qwen3-30b-a3b")
+    for field in ("n_layers", "hidden", "n_heads", "kv_heads", "head_dim", "vocab", "experts",
+                  "top_k", "shared_experts", "expert_ffn_hidden", "moe_layers", "ffn"):
+        assert getattr(m.spec, field) == getattr(ref, field), field
+    assert m.params_total - memory.param_count(ref) == 48 * 2 * 128
     assert not m.plannable
     keys = {f.key for f in m.blocking}
     assert {"num_experts", "num_experts_per_tok"} <= keys
@@ -100,6 +108,11 @@ def test_deepseek_v3_counts_from_the_published_shape():
     assert _truncates_to(m.params_active / 1e9, run["params_active_b"], 1)  # 37B (37.55)
     assert m.params_mtp > 0 and not m.plannable
     assert "kv_lora_rank" in {f.key for f in m.blocking}
+    # the same model as the catalog's entry, counted the same way
+    ref = catalog.model("deepseek-v3")
+    assert (m.params_total, m.params_active) == (memory.param_count(ref),
+                                                 compute.active_params(ref))
+    assert m.spec.is_mla and m.spec.kv_lora_rank == 512 and m.spec.first_dense_layers == 3
 
 
 def test_gpt2_xl_counts_the_released_checkpoint():
@@ -434,3 +447,28 @@ def test_cli_bad_input_exits_2_with_one_line(args, match, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert status == 2 and len(err.splitlines()) == 1
     assert err.startswith("scaleout plan: error:") and __import__("re").search(match, err)
+
+
+def test_mixtral_config_maps_onto_the_catalog_entry():
+    """A Mixtral config.json (the paper's Table 1 shape) lands on the catalog's fields and
+    counts: 46.7B total, 12.9B active."""
+    ref = catalog.model("mixtral-8x7b")
+    cfg = {"architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "intermediate_size": 14336, "num_local_experts": 8, "num_experts_per_tok": 2,
+           "vocab_size": 32000, "max_position_embeddings": 32768, "tie_word_embeddings": False}
+    m = configs.from_hf_config(cfg, seq_len=32768)
+    for field in ("experts", "top_k", "expert_ffn_hidden", "moe_layers", "n_kv_heads", "vocab"):
+        assert getattr(m.spec, field) == getattr(ref, field), field
+    assert (m.params_total, m.params_active) == (memory.param_count(ref),
+                                                 compute.active_params(ref))
+    assert _rounds_to(m.params_total / 1e9, 46.7, 0.1) and _rounds_to(m.params_active / 1e9,
+                                                                      12.9, 0.1)
+    assert not m.plannable
+
+
+def test_load_model_refuses_a_catalog_mixture_of_experts_by_name():
+    with pytest.raises(ValueError, match=r"'deepseek-v3' uses a mixture of experts.*does not "
+                                         r"search expert parallelism yet"):
+        configs.load_model("deepseek-v3")
+    assert configs.load_model("llama3-8b")[0].name == "llama3-8b"

@@ -42,7 +42,7 @@ from ._common import (
     framework_keys,
 )
 from .deepspeed import check_deepspeed, from_deepspeed_json, to_deepspeed_json
-from .hf import SUPPORTED_ARCHITECTURES, ModelImport, MoESpec, from_hf_config
+from .hf import SUPPORTED_ARCHITECTURES, ModelImport, from_hf_config
 from .megatron import from_megatron_args, to_megatron_args
 from .torchtitan import check_torchtitan, from_torchtitan_toml, to_torchtitan_toml
 
@@ -56,7 +56,6 @@ __all__ = [
     "UNKNOWN",
     "Finding",
     "ImportedRun",
-    "MoESpec",
     "ModelImport",
     "UnsupportedPlanError",
     "check_deepspeed",
@@ -125,4 +124,10 @@ def load_model(source: str | Path | ModelSpec, *, seq_len: int | None = None
     if isinstance(source, Path) or text.endswith(".json") or text.lstrip().startswith("{"):
         imported = from_hf_config(source, seq_len=seq_len)
         return imported.require_plannable(), imported
-    return catalog.model(text), None
+    spec = catalog.model(text)
+    if spec.is_moe or spec.is_mla:
+        kind = "a mixture of experts" if spec.is_moe else "multi-head latent attention"
+        raise ValueError(f"model {spec.name!r} uses {kind}; the catalog describes it "
+                         "(scaleout.moe, scaleout.compute.active_params), the planner does "
+                         "not search expert parallelism yet")
+    return spec, None

@@ -53,34 +53,47 @@ config key                   ModelSpec field      note
 (fixed)                      ``learned_positions``  false: rotary positions
 ===========================  ===================  ===========================================
 
-Not yet modelled, with their parameters counted in :attr:`ModelImport.params_total`:
-``attention_bias`` / ``mlp_bias`` (Llama), the query/key/value biases every Qwen2
-layer has (``h + 2 h_kv`` per layer, not a config key), the per-head query/key
-RMSNorms of Qwen3 (``2 d_head`` per layer), a ``sliding_window`` that is in use.
+A ``head_dim`` other than ``hidden/heads`` (Qwen3-MoE) becomes the spec's
+``attention_head_dim`` (counted exactly; flagged, since the planner's attention terms
+assume ``heads × head_dim = hidden``). Not modelled, with their parameters counted in
+:attr:`ModelImport.params_total`: ``attention_bias`` / ``mlp_bias`` (Llama), the
+query/key/value biases every Qwen2 layer has (``h + 2 h_kv`` per layer, not a config
+key), the per-head query/key RMSNorms of Qwen3 (``2 d_head`` per layer), a
+``sliding_window`` that is in use.
 
 Mixtral and Qwen3-MoE (``MixtralForCausalLM``, ``Qwen3MoeForCausalLM``)
 ---------------------------------------------------------------------
-As the dense table for attention, plus (not yet modelled, blocks planning):
-``num_local_experts`` / ``num_experts`` (E), ``num_experts_per_tok`` (k),
-``intermediate_size`` (Mixtral: the expert width) or ``moe_intermediate_size``
-(Qwen3-MoE), ``decoder_sparse_step`` and ``mlp_only_layers`` (Qwen3-MoE: which layers
-stay dense, with ``intermediate_size``). Each MoE layer holds ``E`` gated experts of
-``3 h f_e`` parameters and a router of ``h E``; a token uses ``k`` of them.
+As the dense table for attention, plus the catalog's mixture-of-experts fields:
+
+==========================================  =======================  ======================
+config key                                  ModelSpec field          note
+==========================================  =======================  ======================
+``num_local_experts`` / ``num_experts``     ``experts``              E
+``num_experts_per_tok``                     ``top_k``                k
+``intermediate_size`` (Mixtral)             ``expert_ffn_hidden``    every layer is MoE
+``moe_intermediate_size`` (Qwen3-MoE)       ``expert_ffn_hidden``
+``intermediate_size`` (Qwen3-MoE)           ``ffn_hidden``           the dense layers' MLP
+``mlp_only_layers``                         ``first_dense_layers``   a leading run only
+``decoder_sparse_step``                     ``moe_layer_step``
+==========================================  =======================  ======================
 
 DeepSeek-V3 (``DeepseekV3ForCausalLM``)
 --------------------------------------
-Attention is multi-head latent attention (MLA): ``q_lora_rank``, ``kv_lora_rank``,
-``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim`` (not yet modelled, blocks
-planning); ``first_k_dense_replace`` dense layers of ``intermediate_size``, the rest
-MoE with ``n_routed_experts`` experts and ``n_shared_experts`` shared ones of
-``moe_intermediate_size`` (every ``moe_layer_freq`` layers), ``num_experts_per_tok``
-routed per token; ``num_nextn_predict_layers`` multi-token-prediction layers (counted
-apart: DeepSeek's 671B excludes them, the released weights' 685B includes them).
+Multi-head latent attention (MLA): ``q_lora_rank``, ``kv_lora_rank``,
+``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim`` become the fields of the same
+names; ``first_k_dense_replace`` → ``first_dense_layers`` (dense MLPs of
+``intermediate_size`` → ``ffn_hidden``), ``n_routed_experts`` → ``experts``,
+``n_shared_experts`` → ``shared_experts``, ``moe_intermediate_size`` →
+``expert_ffn_hidden``, ``num_experts_per_tok`` → ``top_k``, ``moe_layer_freq`` →
+``moe_layer_step`` (1 only), the routing bias → ``router_bias``;
+``num_nextn_predict_layers`` multi-token-prediction layers are counted apart
+(:attr:`ModelImport.params_mtp`: DeepSeek's 671B excludes them, the released weights'
+685B includes them).
 
-For a mixture-of-experts model the returned ``spec`` describes the *active path* of
-one token (attention and ``k`` experts plus shared ones as one MLP): its FLOPs per
-token are the model's, its weights are not; planning such a model is refused until
-the planner models experts (:attr:`ModelImport.plannable`).
+A mixture of experts or MLA is described in full by the spec (every expert's weights
+in :func:`scaleout.memory.param_count`, the active ones in
+:func:`scaleout.compute.active_params`), but flagged as blocking: the planner does not
+search expert parallelism yet (:attr:`ModelImport.plannable`).
 """
 
 from __future__ import annotations
@@ -92,10 +105,11 @@ from typing import Any
 
 from ..catalog import ModelSpec
 from ..checks import close_matches
-from ..memory import param_count
+from ..compute import active_params
+from ..memory import layer_params, param_count
 from ._common import ASSUMED, IGNORED, NOT_MODELLED, UNKNOWN, Finding, _Collector, load_json
 
-__all__ = ["SUPPORTED_ARCHITECTURES", "MoESpec", "ModelImport", "from_hf_config"]
+__all__ = ["SUPPORTED_ARCHITECTURES", "ModelImport", "from_hf_config"]
 
 #: ``architectures[0]`` values the importer reads, and their family.
 SUPPORTED_ARCHITECTURES: dict[str, str] = {
@@ -134,33 +148,14 @@ _IGNORED_KEYS = frozenset({
 
 
 @dataclass(frozen=True)
-class MoESpec:
-    """A mixture-of-experts layout as the config states it (not yet modelled by the planner).
-
-    ``experts`` routed experts per MoE layer of width ``expert_ffn``, ``top_k`` of them
-    per token; ``shared_experts`` always used; ``moe_layers`` of the ``n_layers`` layers
-    are MoE, the others dense of width ``dense_ffn``.
-    """
-
-    experts: int
-    top_k: int
-    expert_ffn: int
-    moe_layers: int
-    dense_layers: int
-    dense_ffn: int
-    shared_experts: int = 0
-    router_bias: bool = False
-
-
-@dataclass(frozen=True)
 class ModelImport:
     """A ``config.json`` read into the workbook's terms.
 
     Attributes
     ----------
     spec
-        The catalog's :class:`~scaleout.catalog.ModelSpec` (for a mixture-of-experts
-        model: its active path, see the module docstring).
+        The catalog's :class:`~scaleout.catalog.ModelSpec` (a mixture of experts and MLA
+        included, see the module docstring).
     architecture, family
         ``architectures[0]`` and its family (:data:`SUPPORTED_ARCHITECTURES`).
     params_total
@@ -170,8 +165,6 @@ class ModelImport:
         Parameters one token uses (= ``params_total`` for a dense model).
     params_mtp
         Parameters of DeepSeek's multi-token-prediction layers (0 elsewhere).
-    moe
-        The mixture-of-experts layout, or None.
     findings
         Assumed values, keys not yet modelled, ignored and unrecognised keys.
     source
@@ -185,7 +178,6 @@ class ModelImport:
     params_active: int
     findings: tuple[Finding, ...]
     source: str
-    moe: MoESpec | None = None
     params_mtp: int = 0
 
     @property
@@ -323,7 +315,7 @@ def from_hf_config(config: str | Path | Mapping, *, name: str | None = None,
         out = _deepseek_v3(r, name, seq_len, found)
     else:
         out = _llama_like(r, arch, name, seq_len, found)
-    spec, total, active, moe, mtp = out
+    spec, total, active, mtp = out
     for key in raw:
         if key in r.read:
             continue
@@ -334,7 +326,7 @@ def from_hf_config(config: str | Path | Mapping, *, name: str | None = None,
                       f"{arch}; it is not used")
     return ModelImport(spec=spec, architecture=arch, family=family, params_total=total,
                        params_active=active, findings=tuple(found.items), source=label,
-                       moe=moe, params_mtp=mtp)
+                       params_mtp=mtp)
 
 
 def _spec(label: str, **fields) -> ModelSpec:
@@ -366,7 +358,7 @@ def _gpt2(r: _Reader, name, seq_len, found):
     total = param_count(spec)
     if seq_len is not None and seq_len != positions:
         total += (positions - seq_len) * h
-    return spec, total, total, None, 0
+    return spec, total, total, 0
 
 
 def _llama_like(r: _Reader, arch: str, name, seq_len, found):
@@ -402,14 +394,13 @@ def _llama_like(r: _Reader, arch: str, name, seq_len, found):
     extra = 0  # parameters the spec cannot describe, per layer
     # ---- attention extras
     q_dim, kv_dim = a * head_dim, kv * head_dim
-    attn_extra = 0
-    if q_dim != h:
-        attn_extra = 2 * h * q_dim + 2 * h * kv_dim - (2 * h * h + 2 * h * (kv * (h // a)))
+    head_field = None
+    if q_dim != h or h % a:
+        head_field = head_dim
         found.add("head_dim", head_dim, NOT_MODELLED, f"heads x head_dim = {q_dim} differs "
-                  f"from hidden_size {h}: the spec's attention is sized h x h; the "
-                  f"difference ({attn_extra:+,} parameters per layer) is counted in "
-                  "params_total only; attention's FLOPs and activations are not", blocks=True)
-    extra += attn_extra
+                  f"from hidden_size {h}: the spec counts it (attention_head_dim), the "
+                  "planner's attention terms (FLOPs, activations, tensor-parallel traffic) "
+                  "assume heads x head_dim = hidden", blocks=True)
     if arch == "LlamaForCausalLM" or arch == "Qwen3ForCausalLM":
         if r.bool("attention_bias", False):
             n = q_dim + 2 * kv_dim + h
@@ -444,17 +435,24 @@ def _llama_like(r: _Reader, arch: str, name, seq_len, found):
                   f"the planner attends over the whole sequence (same for s <= {window})",
                   blocks=s > window)
     # ---- MLP / experts
-    moe = None
+    common = dict(name=name, n_layers=layers, hidden=h, n_heads=a, n_kv_heads=kv, vocab=vocab,
+                  seq_len=s, gated_mlp=True, tied_embeddings=tied, learned_positions=False,
+                  biases=False, attention_head_dim=head_field,
+                  family=SUPPORTED_ARCHITECTURES[arch],
+                  source=f"Hugging Face config.json ({label})")
+    if arch not in ("MixtralForCausalLM", "Qwen3MoeForCausalLM"):
+        spec = _spec(label, ffn_hidden=r.int("intermediate_size"), **common)
+        if act not in ("silu", "swish", "gelu", "gelu_pytorch_tanh"):
+            found.add("hidden_act", act, NOT_MODELLED, "an activation other than SiLU/GeLU "
+                      "(the gated MLP's FLOPs are the same)")
+        total = param_count(spec) + layers * extra
+        return spec, total, total, 0
     if arch == "MixtralForCausalLM":
         f_e = r.int("intermediate_size")
-        experts = r.int("num_local_experts")
-        k = r.int("num_experts_per_tok")
-        moe = MoESpec(experts=experts, top_k=k, expert_ffn=f_e, moe_layers=layers,
-                      dense_layers=0, dense_ffn=0)
-    elif arch == "Qwen3MoeForCausalLM":
-        f_e = r.int("moe_intermediate_size")
-        experts = r.int("num_experts")
-        k = r.int("num_experts_per_tok")
+        moe = dict(experts=r.int("num_local_experts"), top_k=r.int("num_experts_per_tok"),
+                   expert_ffn_hidden=f_e, ffn_hidden=f_e)
+        key = "num_local_experts"
+    else:
         step = r.int("decoder_sparse_step", default=1)
         only = r.raw.get("mlp_only_layers") or []
         r.read.add("mlp_only_layers")
@@ -462,49 +460,31 @@ def _llama_like(r: _Reader, arch: str, name, seq_len, found):
                                                  and 0 <= i < layers for i in only):
             raise ValueError(f"{label}: field 'mlp_only_layers' must be a list of layer "
                              f"indices from 0 to {layers - 1}, got {only!r}")
-        is_moe = [i not in only and experts > 0 and (i + 1) % step == 0 for i in range(layers)]
-        dense = layers - sum(is_moe)
-        moe = MoESpec(experts=experts, top_k=k, expert_ffn=f_e, moe_layers=sum(is_moe),
-                      dense_layers=dense, dense_ffn=r.int("intermediate_size") if dense else 0)
-        if not dense:
-            r.read.add("intermediate_size")
-    if moe is None:
-        ffn = r.int("intermediate_size")
-        spec = _spec(label, name=name, n_layers=layers, hidden=h, n_heads=a, n_kv_heads=kv,
-                     vocab=vocab, seq_len=s, ffn_hidden=ffn, gated_mlp=True,
-                     tied_embeddings=tied, learned_positions=False, biases=False,
-                     family=SUPPORTED_ARCHITECTURES[arch],
-                     source=f"Hugging Face config.json ({label})")
-        if act not in ("silu", "swish", "gelu", "gelu_pytorch_tanh"):
-            found.add("hidden_act", act, NOT_MODELLED, "an activation other than SiLU/GeLU "
-                      "(the gated MLP's FLOPs are the same)")
-        total = param_count(spec) + layers * extra
-        return spec, total, total, None, 0
-    # a mixture of experts: the spec holds the active path (k experts as one MLP)
-    active_ffn = moe.top_k * moe.expert_ffn
-    spec = _spec(label, name=name, n_layers=layers, hidden=h, n_heads=a, n_kv_heads=kv,
-                 vocab=vocab, seq_len=s, ffn_hidden=active_ffn, gated_mlp=True,
-                 tied_embeddings=tied, learned_positions=False, biases=False,
-                 family=SUPPORTED_ARCHITECTURES[arch],
-                 source=f"Hugging Face config.json ({label}); active path of a "
-                        f"mixture of experts, not its weights")
-    expert = 3 * h * moe.expert_ffn
-    router = h * moe.experts
-    base = param_count(spec) - layers * 3 * h * active_ffn + layers * extra
-    dense_mlp = moe.dense_layers * 3 * h * moe.dense_ffn
-    total = base + moe.moe_layers * (moe.experts * expert + router) + dense_mlp
-    active = base + moe.moe_layers * (moe.top_k * expert + router) + dense_mlp
-    _flag_moe(found, moe, "num_local_experts" if arch == "MixtralForCausalLM" else "num_experts")
-    return spec, total, active, moe, 0
+        if sorted(set(only)) != list(range(len(set(only)))):
+            raise ValueError(f"{label}: field 'mlp_only_layers' = {only!r}: the catalog "
+                             "describes dense layers as a leading run (layers 0, 1, ...) "
+                             "followed by every decoder_sparse_step-th layer; allowed: "
+                             "[] or [0, ..., n-1]")
+        moe = dict(experts=r.int("num_experts"), top_k=r.int("num_experts_per_tok"),
+                   expert_ffn_hidden=r.int("moe_intermediate_size"),
+                   ffn_hidden=r.int("intermediate_size"), first_dense_layers=len(set(only)),
+                   moe_layer_step=step)
+        key = "num_experts"
+    spec = _spec(label, **common, **moe)
+    total = param_count(spec) + layers * extra
+    active = active_params(spec) + layers * extra
+    _flag_moe(found, spec, key)
+    return spec, total, active, 0
 
 
-def _flag_moe(found: _Collector, moe: MoESpec, key: str) -> None:
-    note = (f"a mixture of experts: {moe.experts} experts of width {moe.expert_ffn} in "
-            f"{moe.moe_layers} layers, {moe.top_k} per token"
-            + (f", {moe.shared_experts} shared" if moe.shared_experts else "")
-            + "; counted (params_total, params_active), not yet planned")
-    found.add(key, moe.experts, NOT_MODELLED, note, blocks=True)
-    found.add("num_experts_per_tok", moe.top_k, NOT_MODELLED, "experts per token (top-k)",
+def _flag_moe(found: _Collector, spec: ModelSpec, key: str) -> None:
+    note = (f"a mixture of experts: {spec.experts} experts of width {spec.expert_ffn_hidden} "
+            f"in {spec.moe_layers} layers, {spec.top_k} per token"
+            + (f", {spec.shared_experts} shared" if spec.shared_experts else "")
+            + "; described by the spec (experts, top_k, ...), not yet searched by the "
+              "planner (expert parallelism)")
+    found.add(key, spec.experts, NOT_MODELLED, note, blocks=True)
+    found.add("num_experts_per_tok", spec.top_k, NOT_MODELLED, "experts per token (top-k)",
               blocks=True)
 
 
@@ -532,39 +512,27 @@ def _deepseek_v3(r: _Reader, name, seq_len, found):
     mtp = r.int("num_nextn_predict_layers", default=0, minimum=0)
     s = _seq_len(r, seq_len, found)
     r.read.update({"max_position_embeddings", "rope_scaling"})
-    # MLA (DeepSeek-V2 report Sec. 2.1; modeling_deepseek_v3.py): q down/up with a norm,
-    # kv down (plus the shared rope key) with a norm, kv up to nope keys and values, output.
-    q_head = nope + rope
-    q_part = (h * q_lora + q_lora + q_lora * a * q_head) if q_lora else h * a * q_head
-    attention = (q_part + h * (kv_lora + rope) + kv_lora + kv_lora * a * (nope + v)
-                 + a * v * h)
-    norms = 2 * h
-    expert = 3 * h * f_e
-    moe_layers = sum(1 for i in range(layers) if i >= first_dense and i % freq == 0)
-    dense_layers = layers - moe_layers
-    router = h * experts + experts  # gate and its score-correction bias
-    moe_total = experts * expert + shared * expert + router
-    moe_active = k * expert + shared * expert + router
-    embed = vocab * h * (1 if tied else 2) + h  # embedding, output, final norm
-    body_dense = dense_layers * (attention + norms + 3 * h * dense_ffn)
-    total = embed + body_dense + moe_layers * (attention + norms + moe_total)
-    active = embed + body_dense + moe_layers * (attention + norms + moe_active)
-    # one MTP module: a layer (MoE) plus two norms, a 2h x h projection and a final norm
-    mtp_params = mtp * (attention + norms + moe_total + 2 * h + 2 * h * h + h)
-    moe = MoESpec(experts=experts, top_k=k, expert_ffn=f_e, moe_layers=moe_layers,
-                  dense_layers=dense_layers, dense_ffn=dense_ffn, shared_experts=shared,
-                  router_bias=True)
+    if freq != 1:
+        raise ValueError(f"{label}: field 'moe_layer_freq' = {freq}: only 1 (every layer after "
+                         "the first_k_dense_replace dense ones is MoE) is described; allowed: 1")
+    spec = _spec(label, name=name, n_layers=layers, hidden=h, n_heads=a, vocab=vocab,
+                 seq_len=s, ffn_hidden=dense_ffn, gated_mlp=True, tied_embeddings=tied,
+                 learned_positions=False, biases=False, kv_lora_rank=kv_lora,
+                 q_lora_rank=q_lora, qk_nope_head_dim=nope, qk_rope_head_dim=rope,
+                 v_head_dim=v, experts=experts, top_k=k, shared_experts=shared,
+                 expert_ffn_hidden=f_e, first_dense_layers=first_dense, router_bias=True,
+                 family="DeepSeek-V3", source=f"Hugging Face config.json ({label})")
+    total, active = param_count(spec), active_params(spec)
+    # one MTP module (DeepSeek-V3 report Sec. 2.2): a MoE layer plus two norms, a 2h x h
+    # projection and a final norm
+    p = layer_params(spec)
+    layer = p["attention"] + p["norms"] + (experts + shared) * p["expert"] + p["router"]
+    mtp_params = mtp * (layer + 2 * h + 2 * h * h + h)
     found.add("kv_lora_rank", kv_lora, NOT_MODELLED, "multi-head latent attention (MLA: "
-              f"q rank {q_lora}, kv rank {kv_lora}, head dims {nope}+{rope}/{v}); counted, "
-              "not yet planned", blocks=True)
-    _flag_moe(found, moe, "n_routed_experts")
+              f"q rank {q_lora}, kv rank {kv_lora}, head dims {nope}+{rope}/{v}); described "
+              "by the spec, not yet searched by the planner", blocks=True)
+    _flag_moe(found, spec, "n_routed_experts")
     if mtp:
         found.add("num_nextn_predict_layers", mtp, NOT_MODELLED, f"multi-token prediction "
                   f"({mtp_params:,} parameters, params_mtp; not in params_total)")
-    spec = _spec(label, name=name, n_layers=layers, hidden=h, n_heads=a, vocab=vocab,
-                 seq_len=s, ffn_hidden=k * f_e + shared * f_e, gated_mlp=True,
-                 tied_embeddings=tied, learned_positions=False, biases=False,
-                 family="DeepSeek-V3",
-                 source=f"Hugging Face config.json ({label}); active path of a mixture "
-                        "of experts with MLA, not its weights")
-    return spec, total, active, moe, mtp_params
+    return spec, total, active, mtp_params

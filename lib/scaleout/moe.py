@@ -1,0 +1,825 @@
+"""Mixture of experts and expert parallelism: who holds which expert, what the all-to-all
+moves and costs, how uneven routing and capacity limits change the work, what each GPU holds.
+
+A mixture-of-experts (MoE) layer replaces the dense MLP by ``E`` experts; a router sends
+each token to ``k`` of them (Shazeer et al. 2017, "Outrageously Large Neural Networks",
+arXiv 1701.06538; Fedus et al. 2022, "Switch Transformers", JMLR 23). *Expert
+parallelism* (EP, Lepikhin et al. 2021, "GShard", arXiv 2006.16668, Sec. 2) places the
+experts on ``ep`` GPUs, ``E/ep`` each, so every MoE layer needs two all-to-alls: a
+**dispatch** that sends each token to the GPUs of its experts, and a **combine** that
+brings the experts' outputs back; the backward pass runs both again in reverse. Its bytes
+are ``tokens × h × k × bytes`` per direction (:func:`a2a_bytes`), most of them leaving
+the GPU, which is why MoE training wants large scale-up domains (notebook 13).
+
+Sources
+-------
+* The all-to-all's bytes and the layer's structure: GShard Sec. 2.2-3; DeepSeek-AI,
+  "DeepSeek-V3 Technical Report" (arXiv 2412.19437), Sec. 3.2.2 (dispatch over
+  InfiniBand once per node, forwarded over NVLink; node-limited routing: each token to at
+  most ``M = 4`` nodes, Sec. 2.1.2) and Sec. 3.3.4 (dispatch in FP8, combine in BF16).
+* NCCL's all-to-all is a group of point-to-point sends and receives
+  (``ncclSend``/``ncclRecv`` between every pair, NCCL docs "Point-to-point
+  communication"; nccl-tests' ``alltoall_perf``, busbw = algbw (n-1)/n): each GPU's bytes
+  to peers in its node cross NVLink, those to other nodes its network port, at the same
+  time (:func:`all_to_all_time`).
+* Capacity factor and dropped tokens: GShard Sec. 2.2 ("expert capacity"), Switch
+  Transformers Sec. 2.2 (``capacity = factor × tokens × k / E``).
+* Parallel folding (attention's TP × CP × DP and the experts' ETP × EP × EDP mapped onto
+  the same GPUs of a pipeline stage): Liu et al. 2025, "MoE Parallel Folding:
+  Heterogeneous Parallelism Mappings for Efficient Large-Scale MoE Model Training with
+  Megatron Core" (arXiv 2504.14960), Sec. 3.
+
+Every function takes numpy arrays where a planner would sweep (token counts, EP sizes),
+checks its inputs and raises ``ValueError`` naming the parameter, the value and what is
+allowed.
+
+Taught in ``notebooks/13_mixture_of_experts.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import catalog, memory
+from .catalog import ModelSpec
+from .checks import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_divides,
+    check_int,
+    check_positive,
+    check_range,
+    divisors,
+)
+from .collectives import _link
+
+__all__ = [
+    "SCHEDULES",
+    "CapacityOutcome",
+    "Fold",
+    "MoEStep",
+    "a2a_bytes",
+    "all_to_all_time",
+    "capacity_outcome",
+    "check_ep",
+    "dispatch_copies",
+    "ep_sizes",
+    "expected_max_load",
+    "expected_nodes_per_token",
+    "expert_loads",
+    "expert_params_per_gpu",
+    "experts_per_gpu",
+    "fold",
+    "fold_groups",
+    "layer_comm_time",
+    "layer_flops",
+    "layer_seconds",
+    "model_state_per_gpu",
+    "placement",
+    "popularity",
+    "rank_imbalance",
+    "route_tokens",
+    "stage_loads",
+    "step_estimate",
+]
+
+
+def _out(value):
+    return float(value) if np.ndim(value) == 0 else value
+
+
+# =========================================================================== placement
+def check_ep(model: str | ModelSpec, ep: int) -> int:
+    """``ep`` if it can split ``model``'s experts evenly over its GPUs.
+
+    Raises
+    ------
+    ValueError
+        ``ep=3 must divide experts=256; allowed: 1, 2, 4, ...``, or ``ep > 1`` for a
+        dense model.
+    """
+    m = catalog.model(model)
+    ep = check_int("ep", ep)
+    if not m.is_moe:
+        if ep > 1:
+            raise ValueError(f"ep={ep}: model {m.name!r} has no experts; allowed: ep=1")
+        return ep
+    check_divides("ep", ep, f"experts of {m.name}", m.experts)
+    return ep
+
+
+def ep_sizes(model: str | ModelSpec, max_ep: int | None = None) -> list[int]:
+    """Expert-parallel sizes that split ``model``'s experts evenly (divisors of ``E``)."""
+    m = catalog.model(model)
+    options = divisors(m.experts) if m.is_moe else [1]
+    return [e for e in options if max_ep is None or e <= max_ep]
+
+
+def experts_per_gpu(experts, ep):
+    """Routed experts each GPU of an expert-parallel group holds: ``E / ep``.
+
+    Array-friendly; every ``ep`` must divide ``experts``.
+    """
+    E = check_array("experts", experts, integer=True, minimum=1)
+    ep = check_array("ep", ep, integer=True, minimum=1)
+    bad = np.mod(E, ep) != 0
+    if np.any(bad):
+        e_bad = int(np.broadcast_to(ep, bad.shape)[bad].ravel()[0])
+        E_bad = int(np.broadcast_to(E, bad.shape)[bad].ravel()[0])
+        check_divides("ep", e_bad, "experts", E_bad)
+    return _out(E / ep)
+
+
+def placement(experts: int, ep: int) -> np.ndarray:
+    """Which experts each GPU holds: row ``r`` lists the experts of EP rank ``r``.
+
+    Contiguous blocks (expert ``e`` on rank ``e // (E/ep)``), as Megatron-Core's
+    ``MoELayer`` numbers its local experts.
+    """
+    E = check_int("experts", experts)
+    ep = check_int("ep", ep)
+    check_divides("ep", ep, "experts", E)
+    return np.arange(E).reshape(ep, E // ep)
+
+
+# =========================================================================== routing
+def popularity(experts: int, skew: float = 0.0) -> np.ndarray:
+    """Share of the routing decisions each expert receives: Zipf-like ``p_e ∝ (e + 1)^-skew``.
+
+    ``skew = 0`` is a perfectly balanced router (what load-balancing losses and
+    DeepSeek-V3's bias terms aim at); larger ``skew`` concentrates tokens on a few
+    experts, the failure those mechanisms fight (Switch Transformers Sec. 2.2). A
+    teaching model of imbalance, not a fit to any router.
+    """
+    E = check_int("experts", experts)
+    skew = check_range("skew", skew, 0.0, 4.0)
+    p = (np.arange(E) + 1.0) ** -skew
+    return p / p.sum()
+
+
+def route_tokens(n_tokens: int, experts: int, top_k: int, *, skew: float = 0.0,
+                 seed: int = 0) -> np.ndarray:
+    """A router's choices for ``n_tokens`` tokens: ``(n_tokens, top_k)`` distinct expert ids.
+
+    Each token draws ``top_k`` different experts with probabilities :func:`popularity`
+    (without replacement), from a seeded generator: the drawing and the load histogram
+    of notebook 13. ``top_k`` must be at most ``experts``.
+    """
+    n = check_int("n_tokens", n_tokens, maximum=10**6)
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k)
+    if k > E:
+        raise ValueError(f"top_k={k} must be at most experts={E} (a token's experts are "
+                         f"distinct); allowed: 1 to {E}")
+    p = popularity(E, skew)
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    # Gumbel top-k: the k largest of log p + Gumbel noise are a draw without replacement
+    u = np.maximum(rng.random((n, E), dtype=np.float32), np.finfo(np.float32).tiny)
+    gumbel = -np.log(-np.log(u))
+    keys = np.log(p).astype(np.float32)[None, :] + gumbel
+    top = np.argpartition(-keys, k - 1, axis=1)[:, :k]  # the k largest, unordered
+    order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1)
+    return np.take_along_axis(top, order, axis=1)
+
+
+def expert_loads(n_tokens: int, experts: int, top_k: int, *, skew: float = 0.0,
+                 seed: int = 0) -> np.ndarray:
+    """Tokens each expert receives from one routing of ``n_tokens`` tokens (sums to ``n k``)."""
+    choice = route_tokens(n_tokens, experts, top_k, skew=skew, seed=seed)
+    return np.bincount(choice.ravel(), minlength=int(experts))
+
+
+def expected_max_load(tokens, experts: int, top_k: int):
+    """Expected load of the busiest expert under a perfectly balanced random router.
+
+    Each expert's load is about ``Binomial(n k, 1/E)``: mean ``μ = n k / E``, standard
+    deviation ``σ = sqrt(n k (1/E)(1 - 1/E))``; the busiest of ``E`` is
+    ``μ + σ E[max of E standard normals]`` (normal approximation;
+    :func:`scaleout.reliability.expected_max_normal`). Its ratio to ``μ`` is the
+    imbalance a balanced router still leaves: large for few tokens per expert, small for
+    many. Array-friendly in ``tokens``.
+    """
+    from .reliability import expected_max_normal
+
+    n = check_array("tokens", tokens, minimum=1)
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    mu = n * k / E
+    sigma = np.sqrt(n * k * (1 / E) * (1 - 1 / E))
+    return _out(mu + sigma * float(expected_max_normal(E)))
+
+
+def rank_imbalance(loads, ep: int) -> float:
+    """The busiest EP rank's tokens over the mean: ``max_r Σ_{e on r} load_e / mean``.
+
+    With contiguous placement (:func:`placement`). The slowest rank sets the pace of the
+    expert computation and of the all-to-all's receive side.
+    """
+    loads = check_array("loads", loads)
+    ep = check_int("ep", ep)
+    check_divides("ep", ep, "experts (len(loads))", loads.size)
+    per_rank = loads.reshape(ep, -1).sum(axis=1)
+    mean = per_rank.mean()
+    return float(per_rank.max() / mean) if mean > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class CapacityOutcome:
+    """What a capacity limit does to one routing (shares of the ``n k`` routed copies)."""
+
+    capacity: float
+    dropped: float
+    padded: float
+    compute_factor: float
+
+    @property
+    def kept(self) -> float:
+        """Share of routed copies the experts process."""
+        return 1.0 - self.dropped
+
+
+def capacity_outcome(loads, capacity_factor: float, *, pad: bool = True) -> CapacityOutcome:
+    """Tokens dropped and padding added by an expert capacity (GShard Sec. 2.2; Switch Sec. 2.2).
+
+    ``capacity = capacity_factor × (n k / E)`` tokens per expert, the mean load times the
+    factor. Copies beyond an expert's capacity are **dropped** (they skip the layer
+    through the residual connection); with ``pad`` every expert computes a full
+    ``capacity`` (padded), so the experts' work is ``E × capacity`` against ``n k``:
+    ``compute_factor``. A dropless run (DeepSeek-V3, Megatron's default) is
+    ``capacity_factor = inf``-like: pass ``max(loads)/mean``.
+    """
+    loads = check_array("loads", loads)
+    factor = check_positive("capacity_factor", capacity_factor, maximum=1e6)
+    check_bool("pad", pad)
+    total = float(loads.sum())
+    if total == 0:
+        return CapacityOutcome(0.0, 0.0, 0.0, 1.0)
+    cap = factor * total / loads.size
+    dropped = float(np.maximum(loads - cap, 0.0).sum()) / total
+    padded = float(np.maximum(cap - loads, 0.0).sum()) / total if pad else 0.0
+    work = (cap * loads.size if pad else float(np.minimum(loads, cap).sum())) / total
+    return CapacityOutcome(cap, dropped, padded, work)
+
+
+# =========================================================================== traffic
+def a2a_bytes(tokens, hidden, top_k, bytes_per_value=2.0):
+    """Bytes one GPU sends in one all-to-all of an MoE layer: ``tokens × h × k × bytes``.
+
+    Each of its ``tokens`` tokens goes to ``k`` experts (GShard Sec. 2.2): the dispatch
+    sends ``k`` copies of the token's ``h`` values, the combine brings ``k`` results back.
+    This counts every copy, including those whose expert sits on the same GPU (NCCL-tests'
+    all-to-all size convention); :func:`dispatch_copies` splits them by where they go.
+    Array-friendly.
+    """
+    t = check_array("tokens", tokens)
+    h = check_array("hidden", hidden, integer=True, minimum=1)
+    k = check_array("top_k", top_k, integer=True, minimum=1)
+    b = check_array("bytes_per_value", bytes_per_value, allow_zero=False)
+    return _out(t * h * k * b)
+
+
+def expected_nodes_per_token(experts: int, top_k: int, nodes, max_nodes: int | None = None):
+    """Expected number of distinct nodes holding a token's ``top_k`` experts.
+
+    Experts spread evenly over ``nodes`` nodes (``E/N`` each), routing uniform. Without a
+    limit the ``k`` experts are ``k`` draws without replacement from ``E``, so a given node
+    is missed with probability ``C(E - E/N, k) / C(E, k)`` (hypergeometric) and the
+    expectation is ``N (1 - C(E - E/N, k)/C(E, k))``. With node-limited routing
+    (DeepSeek-V3 Sec. 2.1.2: the ``M`` nodes with the highest scores first, then the top
+    ``k`` experts among their ``M E/N``) it is the same count over ``M`` nodes. Array-
+    friendly in ``nodes`` (each must divide ``E``).
+    """
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    N = check_array("nodes", nodes, integer=True, minimum=1)
+    if np.any(np.mod(E, N)):
+        bad = int(np.asarray(N)[np.mod(E, N) != 0].ravel()[0]) if N.ndim else int(N)
+        check_divides("nodes", bad, "experts", E)
+    if max_nodes is not None:
+        max_nodes = check_int("max_nodes", max_nodes)
+    out = np.empty(N.shape)
+    for idx, n in np.ndenumerate(N):
+        n = int(n)
+        m = n if max_nodes is None else min(n, max_nodes)
+        pool = m * (E // n)  # experts on the candidate nodes
+        if k > pool:
+            raise ValueError(f"top_k={k} experts do not fit on max_nodes={m} nodes of "
+                             f"{E // n} experts each; allowed: max_nodes >= "
+                             f"{math.ceil(k / (E // n))}")
+        miss = math.comb(pool - E // n, k) / math.comb(pool, k)
+        out[idx] = m * (1 - miss)
+    return _out(out)
+
+
+def dispatch_copies(experts: int, top_k: int, ep, gpus_per_node: int, *,
+                    max_nodes_per_token: int | None = None, dedup_nodes: bool = False):
+    """Copies of one token's ``h`` values a GPU sends in a dispatch, by where they go.
+
+    The ``ep`` GPUs of an expert-parallel group fill nodes of ``gpus_per_node`` in order;
+    a token's ``k`` experts are uniform over the ``E`` experts. Returns a dict of arrays
+    (shaped like ``ep``):
+
+    * ``"local"``: copies to its own GPU, ``k / ep``;
+    * ``"nvlink"``: copies to other GPUs of its node, ``k (g - 1)/ep`` with
+      ``g = min(ep, gpus_per_node)``;
+    * ``"network"``: copies to other nodes. One per routed expert there,
+      ``k (ep - g)/ep``, as Megatron's all-to-all token dispatcher sends them; with
+      ``dedup_nodes`` one per *node* (DeepSeek-V3 Sec. 3.2.2, DeepEP: a token crosses
+      InfiniBand once per destination node and is forwarded over NVLink there), the
+      expected number of other nodes among its experts' nodes,
+      :func:`expected_nodes_per_token` × ``(N - 1)/N``; ``max_nodes_per_token`` caps the
+      nodes a token may reach (node-limited routing). With dedup, the forwarded copies
+      are added to ``"nvlink"`` (they cross the destination node's NVLink).
+    """
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    ep = check_array("ep", ep, integer=True, minimum=1)
+    gpn = check_int("gpus_per_node", gpus_per_node)
+    check_bool("dedup_nodes", dedup_nodes)
+    experts_per_gpu(E, ep)
+    g = np.minimum(ep, gpn)
+    nodes = np.ceil(ep / g)
+    local = k / ep
+    nvlink = k * (g - 1) / ep
+    remote = k * (ep - g) / ep
+    if max_nodes_per_token is not None or dedup_nodes:
+        limit = max_nodes_per_token
+        if limit is not None:
+            limit = check_int("max_nodes_per_token", limit)
+        flat = np.atleast_1d(nodes).astype(int)
+        distinct = np.atleast_1d(expected_nodes_per_token(E, k, flat, limit)).reshape(
+            np.shape(nodes))
+        other = distinct * (nodes - 1) / nodes
+        if dedup_nodes:
+            # every remote expert copy is forwarded over NVLink inside its node
+            nvlink = nvlink + np.where(nodes > 1, remote * (g - 1) / g, 0.0)
+            remote = np.where(nodes > 1, other, 0.0)
+        # without dedup the limit leaves the per-expert copies to other nodes unchanged on
+        # average: the chosen nodes are as likely to include the sender's as before
+    return {"local": _out(local), "nvlink": _out(nvlink), "network": _out(remote)}
+
+
+def all_to_all_time(size_bytes, n: int, gpus_per_node: int, intra, inter, *,
+                    network_bytes=None, nvlink_bytes=None):
+    """Seconds of one all-to-all over ``n`` GPUs as NCCL runs it: point-to-point sends.
+
+    Every GPU posts a send to each peer at once (NCCL groups ``n - 1`` ``ncclSend`` /
+    ``ncclRecv`` pairs). Its ``size_bytes`` (the buffer it sends in total, ``size/n`` to
+    each rank itself included, NCCL-tests' convention) split into what goes to the
+    ``g - 1`` other GPUs of its node over NVLink (``intra``) and to the ``n - g`` GPUs of
+    other nodes over its network port (``inter``), which move at the same time:
+
+    ``t = max(S (g-1)/n / B_intra, S (n-g)/n / B_inter) + α_intra [g > 1] + α_inter [n > g]``
+
+    with ``g = min(n, gpus_per_node)``: one latency per kind of link, since the sends
+    run concurrently (a model, not NCCL's tuner: :mod:`scaleout.nccl` models its ring and
+    tree collectives; NCCL has no all-to-all algorithm other than point-to-point). On one
+    link it is ``(n-1)/n S / B``, i.e. nccl-tests' busbw equals the link's bandwidth.
+
+    ``network_bytes`` and ``nvlink_bytes`` override the split for uneven traffic
+    (:func:`dispatch_copies`). Links are catalog names, :class:`~scaleout.catalog.Link`
+    or :class:`~scaleout.collectives.AlphaBeta`. Array-friendly in the sizes.
+    """
+    n = check_int("n", n)
+    gpn = check_int("gpus_per_node", gpus_per_node)
+    a, b = _link(intra, "intra"), _link(inter, "inter")
+    S = check_array("size_bytes", size_bytes)
+    g = min(n, gpn)
+    near = S * (g - 1) / n if nvlink_bytes is None else check_array("nvlink_bytes",
+                                                                     nvlink_bytes)
+    far = S * (n - g) / n if network_bytes is None else check_array("network_bytes",
+                                                                     network_bytes)
+    t = np.maximum(near / a.bandwidth_bytes_s, far / b.bandwidth_bytes_s)
+    lat = (a.latency_s if g > 1 else 0.0) + (b.latency_s if n > g else 0.0)
+    t = np.where((np.asarray(near) + np.asarray(far)) > 0, t + lat, 0.0)
+    return _out(t)
+
+
+def layer_comm_time(model: str | ModelSpec, tokens, ep: int, gpus_per_node: int, intra,
+                    inter, recipe: str | memory.PrecisionRecipe = "mixed-adam", *,
+                    dedup_nodes: bool | None = None, node_limited: bool = True,
+                    imbalance: float = 1.0, recompute: bool = False) -> dict[str, float]:
+    """Seconds of one MoE layer's all-to-alls for ``tokens`` tokens per GPU (a micro-batch).
+
+    Forward: a dispatch (``dispatch_bytes`` per value) and a combine (``combine_bytes``);
+    backward: the combine's gradient travels the dispatch's way and the dispatch's
+    gradient the combine's, at the same sizes (DeepSeek-V3 Sec. 3.3.4 sends both
+    dispatch-direction passes in FP8, both combine-direction ones in BF16); ``recompute``
+    adds the forward pair again. Each is :func:`all_to_all_time` with the split of
+    :func:`dispatch_copies` (``dedup_nodes`` defaults to on for a model with
+    node-limited routing, as DeepEP does; ``node_limited`` applies the model's
+    ``max_nodes_per_token``). ``imbalance`` (busiest rank's load over the mean,
+    :func:`rank_imbalance`) scales the receive side's bytes.
+
+    Returns ``{"dispatch_s", "combine_s", "forward_s", "backward_s", "total_s",
+    "network_bytes", "nvlink_bytes"}`` (bytes per GPU for one dispatch).
+    """
+    m = catalog.model(model)
+    if not m.is_moe:
+        raise ValueError(f"model {m.name!r} has no experts; a mixture of experts is needed")
+    ep = check_ep(m, ep)
+    r = memory.get_recipe(recipe)
+    t = check_array("tokens", tokens)
+    imb = check_positive("imbalance", imbalance, maximum=1e3)
+    check_bool("recompute", recompute)
+    limit = m.max_nodes_per_token if node_limited else None
+    dedup = (m.max_nodes_per_token is not None) if dedup_nodes is None else dedup_nodes
+    copies = dispatch_copies(m.experts, m.top_k, ep, gpus_per_node,
+                             max_nodes_per_token=limit, dedup_nodes=dedup)
+    per_copy = t * m.hidden * imb
+
+    def one(bytes_per_value):
+        net = per_copy * copies["network"] * bytes_per_value
+        nvl = per_copy * copies["nvlink"] * bytes_per_value
+        return all_to_all_time(net + nvl, ep, gpus_per_node, intra, inter,
+                               network_bytes=net, nvlink_bytes=nvl), net, nvl
+
+    dispatch, net, nvl = one(r.dispatch_bytes)
+    combine, _, _ = one(r.combine_bytes)
+    forward = np.asarray(dispatch) + np.asarray(combine)
+    backward = forward
+    total = forward * (2 if recompute else 1) + backward
+    return {"dispatch_s": _out(dispatch), "combine_s": _out(combine),
+            "forward_s": _out(forward), "backward_s": _out(backward), "total_s": _out(total),
+            "network_bytes": _out(net), "nvlink_bytes": _out(nvl)}
+
+
+def layer_flops(model: str | ModelSpec, seq_len: int | None = None) -> float:
+    """Training FLOPs per token of one MoE layer (forward and backward, no recomputation).
+
+    ``3 × (2 × active weights + attention)``: the layer's attention projections, norms,
+    router, ``top_k`` routed and the shared experts (:func:`scaleout.memory.layer_params`),
+    and its attention products (:func:`scaleout.compute.attention_flops_per_token` over
+    the layers), as :func:`scaleout.compute.flops_per_token` counts the whole model.
+    """
+    from .compute import attention_flops_per_token
+
+    m = catalog.model(model)
+    if not m.is_moe:
+        raise ValueError(f"model {m.name!r} has no experts; a mixture of experts is needed")
+    p = memory.layer_params(m)
+    weights = (p["attention"] + p["norms"] + p["router"]
+               + (m.top_k + m.shared_experts) * p["expert"])
+    return 3.0 * (2.0 * weights + attention_flops_per_token(m, seq_len) / m.n_layers)
+
+
+def layer_seconds(model: str | ModelSpec, tokens, gpu, recipe="megatron-bf16",
+                  seq_len: int | None = None, efficiency: float = 1.0):
+    """Seconds of one MoE layer's training FLOPs (:func:`layer_flops`) for ``tokens`` tokens
+    on one GPU, at the peaks of the recipe's formats in the whole model's proportion
+    (:func:`scaleout.compute.matmul_seconds` scaled to the layer), times ``efficiency``.
+    Array-friendly in ``tokens``."""
+    from . import compute
+
+    m = catalog.model(model)
+    split = compute.flops_by_format(m, seq_len, recipe)
+    share = layer_flops(m, seq_len) / (split["fp8"] + split["bf16"])
+    return _out(np.asarray(compute.matmul_seconds(m, tokens, gpu, recipe, seq_len, efficiency))
+                * share)
+
+
+# =========================================================================== memory
+def expert_params_per_gpu(model: str | ModelSpec, ep: int = 1, etp: int = 1, tp: int = 1,
+                          pp: int = 1) -> dict[str, float]:
+    """Parameters one GPU of the busiest pipeline stage holds, experts apart from the rest.
+
+    * ``"experts"``: the stage's MoE layers × ``E/ep`` routed experts, each split over
+      ``etp`` (expert tensor parallelism);
+    * ``"dense"``: everything else (attention, norms, dense MLPs, shared experts,
+      routers) as tensor parallelism splits it, over ``tp``; embedding and output layer
+      on the first and last stage as :func:`scaleout.memory.stage_params` places them.
+
+    Layers split evenly over ``pp`` (MoE layers in proportion). ``"total"`` is the sum.
+    """
+    m = catalog.model(model)
+    ep = check_ep(m, ep)
+    etp, tp, pp = check_int("etp", etp), check_int("tp", tp), check_int("pp", pp)
+    p = memory.layer_params(m)
+    parts = memory.param_breakdown(m)
+    routed = m.moe_layers * m.experts * p["expert"]
+    non_expert = dict(parts, layers=parts["layers"] - routed)
+    dense = float(memory.stage_params_arrays(non_expert, m.n_layers, m.tied_embeddings, tp,
+                                             pp))
+    experts = routed / pp / ep / etp
+    return {"experts": experts, "dense": dense, "total": experts + dense}
+
+
+def model_state_per_gpu(model: str | ModelSpec, *, tp: int = 1, pp: int = 1, dp: int = 1,
+                        cp: int = 1, ep: int = 1, etp: int = 1, zero_stage: int = 0,
+                        recipe: str | memory.PrecisionRecipe = "mixed-adam"
+                        ) -> dict[str, float]:
+    """Weights, gradients and optimizer state per GPU (bytes) under expert parallelism.
+
+    The non-expert parameters are replicated over the ``dp × cp`` copies of attention
+    and ZeRO shards them over those; the experts' copies are the *expert data-parallel*
+    group, ``edp = tp cp dp / (etp ep)`` (:func:`fold`), and ZeRO shards them over
+    ``edp`` (Megatron-Core's distributed optimizer does the same per group). ZeRO
+    (arXiv 1910.02054) Sec. 5 for each part.
+    """
+    f = fold(tp * cp * dp * pp, tp=tp, cp=cp, pp=pp, ep=ep, etp=etp)
+    params = expert_params_per_gpu(model, ep, etp, tp, pp)
+    r = memory.get_recipe(recipe)
+    out = {}
+    for name, n, copies in (("dense", params["dense"], dp * cp),
+                            ("experts", params["experts"], f.edp)):
+        w, g, o = memory.model_state_arrays(n, zero_stage, copies, r)
+        out[f"{name}_weights_bytes"] = float(w)
+        out[f"{name}_grads_bytes"] = float(g)
+        out[f"{name}_optimizer_bytes"] = float(o)
+    out["total_bytes"] = sum(out.values())
+    return out
+
+
+# =========================================================================== parallel folding
+@dataclass(frozen=True)
+class Fold:
+    """One pipeline stage's GPUs seen twice (MoE Parallel Folding, arXiv 2504.14960).
+
+    Attention and dense layers use ``tp × cp × dp``; the MoE layers regroup the same
+    ``tp cp dp`` GPUs as ``etp × ep × edp`` (expert tensor, expert, expert data
+    parallelism), so EP can span GPUs that attention uses for data or context
+    parallelism.
+    """
+
+    n_gpus: int
+    tp: int
+    cp: int
+    dp: int
+    pp: int
+    etp: int
+    ep: int
+    edp: int
+
+    @property
+    def stage_gpus(self) -> int:
+        """GPUs of one pipeline stage: ``tp cp dp = etp ep edp``."""
+        return self.tp * self.cp * self.dp
+
+
+def fold(n_gpus: int, *, tp: int = 1, cp: int = 1, pp: int = 1, ep: int = 1,
+         etp: int = 1) -> Fold:
+    """The data-parallel sizes of both mappings of ``n_gpus`` GPUs.
+
+    ``dp = n / (tp cp pp)`` for attention, ``edp = n / (etp ep pp)`` for the experts.
+
+    Raises
+    ------
+    ValueError
+        When ``tp cp pp`` or ``etp ep pp`` does not divide ``n_gpus``.
+    """
+    n = check_int("n_gpus", n_gpus)
+    tp, cp, pp = check_int("tp", tp), check_int("cp", cp), check_int("pp", pp)
+    ep, etp = check_int("ep", ep), check_int("etp", etp)
+    check_divides("tp x cp x pp", tp * cp * pp, "n_gpus", n)
+    check_divides("etp x ep x pp", etp * ep * pp, "n_gpus", n)
+    return Fold(n, tp, cp, n // (tp * cp * pp), pp, etp, ep, n // (etp * ep * pp))
+
+
+def fold_groups(f: Fold) -> dict[str, np.ndarray]:
+    """Global ranks of pipeline stage 0 arranged by each mapping, for drawing.
+
+    Megatron-Core's rank order (fastest first): attention ``tp, cp, dp``; experts
+    ``etp, ep, edp`` over the same ranks. Returns ``{"attention": (dp, cp, tp) array,
+    "experts": (edp, ep, etp) array}`` of rank numbers: GPUs in one ``tp`` row form a
+    tensor-parallel group, GPUs in one ``ep`` row an expert-parallel group.
+    """
+    ranks = np.arange(f.stage_gpus)
+    return {"attention": ranks.reshape(f.dp, f.cp, f.tp),
+            "experts": ranks.reshape(f.edp, f.ep, f.etp)}
+
+
+
+# =========================================================================== a step estimate
+#: Pipeline schedules :func:`step_estimate` knows.
+SCHEDULES = ("1f1b", "dualpipe")
+
+
+@dataclass(frozen=True)
+class MoEStep:
+    """One training step of a mixture-of-experts model on one layout, part by part.
+
+    ``parts`` holds seconds per step (``compute_s``, ``memory_bound_s``, ``tp_comm_s``,
+    ``a2a_exposed_s``, ``bubble_s``, ``p2p_s``, ``dp_comm_s``, ``optimizer_s``) adding up
+    to ``step_s``; ``a2a_s`` is all the all-to-all time, hidden or not.
+    """
+
+    parts: dict[str, float]
+    a2a_s: float
+    step_s: float
+    micro_batches: int
+    tokens_per_step: int
+    n_gpus: int
+    model_flops_per_token: float
+    peak_flops: float
+    memory_bytes: float
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        """Tokens per second per GPU."""
+        return self.tokens_per_step / self.step_s / self.n_gpus
+
+    @property
+    def gpu_hours_per_trillion_tokens(self) -> float:
+        """GPU-hours to train on 10^12 tokens at this pace (DeepSeek-V3's unit)."""
+        return 1e12 / self.tokens_per_s_per_gpu / 3600
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        """Model TFLOP/s per GPU by Megatron-Core's count (:func:`scaleout.compute.
+        megatron_flops_per_token`), as NVIDIA's tables print it."""
+        return self.tokens_per_s_per_gpu * self.model_flops_per_token / 1e12
+
+    @property
+    def mfu(self) -> float:
+        """Model TFLOP/s over the peak of the recipe's matrix-multiply format."""
+        return self.model_tflops_per_gpu * 1e12 / self.peak_flops
+
+
+def stage_loads(model: str | ModelSpec, pp: int, seq_len: int | None = None, *,
+                mtp_layers: int = 0, schedule: str = "1f1b") -> np.ndarray:
+    """Forward FLOPs per token of each pipeline stage, over their mean (1 = balanced).
+
+    Layers are dealt out as evenly as they go (the first ``l mod pp`` stages take one
+    more); the last stage also runs the output layer (``2Vh`` per token) and the
+    ``mtp_layers`` multi-token-prediction modules (one MoE layer, a ``2h × h`` projection
+    and another output layer each; DeepSeek-V3 Sec. 2.2); the embedding is a lookup. Each
+    layer's FLOPs: ``2 ×`` its active weights plus attention (:mod:`scaleout.compute`).
+    Under DualPipe every GPU holds stages ``i`` and ``pp - 1 - i`` and runs half its
+    micro-batches through each (DeepSeek-V3 Sec. 3.2.1), so a GPU's load is their mean.
+    The busiest entry sets a synchronous pipeline's pace.
+    """
+    from . import compute
+
+    m = catalog.model(model)
+    pp = check_int("pp", pp, maximum=m.n_layers)
+    s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    mtp = check_int("mtp_layers", mtp_layers, minimum=0, maximum=m.n_layers)
+    check_choice("schedule", schedule, SCHEDULES)
+    p = memory.layer_params(m)
+    attn = compute.attention_flops_per_token(m, s) / m.n_layers
+    base = p["attention"] + p["norms"]
+    moe_layer = 2 * (base + (m.top_k + m.shared_experts) * p["expert"] + p["router"]) + attn
+    dense_layer = 2 * (base + p["dense_mlp"]) + attn
+    flops = np.array([moe_layer if m.layer_is_moe(i) else dense_layer
+                      for i in range(m.n_layers)])
+    counts = [len(c) for c in np.array_split(np.arange(m.n_layers), pp)]
+    edges = np.cumsum([0, *counts])
+    stages = np.array([flops[edges[i]:edges[i + 1]].sum() for i in range(pp)])
+    head = 2.0 * m.vocab * m.hidden
+    stages[-1] += head + mtp * (moe_layer + 2 * 2 * m.hidden**2 + head)
+    if schedule == "dualpipe":
+        stages = (stages + stages[::-1]) / 2
+    return stages / stages.mean()
+
+
+def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int,
+                  seq_len: int | None = None, tp: int = 1, pp: int = 1, ep: int = 1,
+                  etp: int = 1, cp: int = 1, micro_batch: int = 1, interleave: int = 1,
+                  recipe: str | memory.PrecisionRecipe = "megatron-bf16",
+                  zero_stage: int = 1, recompute: str = "selective",
+                  schedule: str = "1f1b", a2a_overlap: float = 0.0,
+                  compute_share: float = 1.0, mtp_layers: int = 0, imbalance: float = 1.0,
+                  gpus_per_node: int | None = None, inter=None, calibration=None) -> MoEStep:
+    """A step-time estimate of a mixture-of-experts layout from this library's pieces.
+
+    What the planner will search (TP, PP, EP and CP together); until it does, this composes
+    the same models for one layout (the busiest stage sets the pace, ``m = B/(dp b)``
+    micro-batches; ``dp`` and ``edp`` from :func:`fold`):
+
+    * **compute**: :func:`scaleout.compute.matmul_seconds` of the tokens a GPU processes
+      (FP8 parts at the FP8 peak), at the planner's ``η(min(h/tp, b s/cp))``
+      (:class:`scaleout.plan.Calibration`) times ``compute_share`` (the SMs left to
+      computation while communication kernels run: DeepSeek-V3 gives 20 of 132 to
+      communication, Sec. 3.2.2), split over ``tp × pp``; ``mtp_layers`` scale it by
+      Megatron's count; memory-bound work as the planner counts it (``κ`` × stored
+      activations at HBM bandwidth);
+    * **all-to-all**: :func:`layer_comm_time` per MoE layer and micro-batch on the GPU's
+      derated links, ``imbalance`` × the balanced bytes; ``a2a_overlap`` of
+      ``min(all-to-all, compute)`` hidden behind computation (1: DeepSeek's DualPipe, which
+      overlaps a forward and a backward chunk's communication with their compute,
+      Sec. 3.2.1; 0: nothing hidden);
+    * **tensor parallelism**: four all-reduces of ``2 b (s/cp) h`` bytes per layer, not
+      overlapped (as the planner); ring attention's transfers for ``cp > 1``
+      (:func:`scaleout.context_parallel.ring_attention_time`);
+    * **pipeline**: the busiest stage's share of the work sets the pace
+      (:func:`stage_loads`: uneven layer counts, the output layer and MTP on the last
+      stage); 1F1B's bubble ``(pp - 1)/v`` of a micro-batch's stage time and its
+      sends; DualPipe's bubble ``(pp/2 - 1)(F&B + B - 3W)`` (DeepSeek-V3 Table 2) with
+      ``B = 2F``, ``W = F``, ``F&B = F + B``: ``(pp/2 - 1) × 2F``, its sends overlapped;
+    * **data parallelism**: ZeRO reduce-scatter and all-gather of the non-expert gradients
+      and weights over ``dp`` and of the experts' over ``edp`` (hierarchical), exposed but
+      for ``Calibration.dp_overlap``; the Adam step at HBM bandwidth.
+    """
+    from . import compute
+    from .collectives import AlphaBeta, NodeNetwork
+    from .context_parallel import check_cp, ring_attention_time
+    from .plan.calibration import DEFAULT_CALIBRATION
+    from .plan.network import default_network
+    from .plan.step import ADAM_TRAFFIC_BYTES_PER_PARAM
+
+    m = catalog.model(model)
+    g = catalog.gpu(gpu)
+    r = memory.check_precision(recipe, g)
+    cal = calibration if calibration is not None else DEFAULT_CALIBRATION
+    s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    f = fold(n_gpus, tp=tp, cp=cp, pp=pp, ep=ep, etp=etp)
+    check_ep(m, ep)
+    b = check_int("micro_batch", micro_batch)
+    v = check_int("interleave", interleave)
+    B = check_int("global_batch", global_batch)
+    check_divides("dp x micro_batch", f.dp * b, "global_batch", B)
+    n_mb = B // (f.dp * b)
+    check_choice("schedule", schedule, SCHEDULES)
+    overlap = check_range("a2a_overlap", a2a_overlap, 0.0, 1.0)
+    share = check_range("compute_share", compute_share, 0.01, 1.0)
+    if cp > 1:
+        check_cp(s, cp)
+    net = default_network(g, gpus_per_node, inter)
+    eff = cal.collective_efficiency
+
+    def derate(x):
+        ab = _link(x)
+        return AlphaBeta(ab.latency_s, ab.bandwidth_bytes_s * eff)
+
+    intra, inter_ab = derate(net.intra), derate(net.inter)
+    fabric = NodeNetwork(intra, inter_ab, net.gpus_per_node)
+    gpn = net.gpus_per_node
+    h = m.hidden
+    tokens = b * s / cp  # per GPU per micro-batch
+    eta = float(cal.matmul_efficiency(min(h / tp, tokens))) * share
+    mtp_scale = (compute.megatron_flops_per_token(m, s, mtp_layers=mtp_layers)
+                 / compute.megatron_flops_per_token(m, s))
+    busiest = float(stage_loads(m, pp, s, mtp_layers=mtp_layers, schedule=schedule).max())
+    mm = compute.matmul_seconds(m, tokens, g, r, s, eta) * mtp_scale / tp / pp * busiest
+    act_layer = memory.activation_bytes_per_layer(m, b, max(1, s // cp), tp, True,
+                                                  "none", True, r)
+    mem_s = (cal.nonmatmul_traffic * act_layer * m.n_layers / pp / (g.hbm_gbytes_s * 1e9)
+             * busiest)
+    # communication per micro-batch on the stage
+    moe_here = m.moe_layers / pp * (1 + mtp_layers / m.n_layers) * busiest
+    a2a = (float(layer_comm_time(m, tokens / tp, ep, gpn, intra, inter_ab, r,
+                                 imbalance=imbalance)["total_s"]) * moe_here
+           if ep > 1 else 0.0)
+    layers_here = m.n_layers / pp
+    tp_comm = (4 * float(fabric.time("all_reduce", 2.0 * tokens * h, tp, name="tp"))
+               * layers_here if tp > 1 else 0.0)
+    cp_comm = 0.0
+    if cp > 1:
+        cp_link = intra if tp * cp <= gpn else inter_ab
+        rate = float(cal.matmul_efficiency(min(h / tp, tokens))) * g.bf16_dense_flops
+        ring = ring_attention_time(m, s, cp, cp_link, micro_batch=b, tp=tp,
+                                   attention_flops_per_s=rate)
+        cp_comm = ring["exposed_s"] * layers_here
+    compute_mb = mm + mem_s
+    hidden = overlap * min(a2a, compute_mb)
+    per_mb = compute_mb + tp_comm + cp_comm + a2a - hidden
+    if schedule == "dualpipe":
+        bubble = max(pp / 2 - 1, 0) * 2 * (per_mb / 3)
+        p2p = 0.0
+    else:
+        bubble = (pp - 1) / v * per_mb
+        send = 2.0 * tokens * h / tp
+        link_pp = inter_ab if tp * f.dp * cp >= gpn else intra
+        p2p = (2 * v * n_mb * (link_pp.latency_s + send / link_pp.bandwidth_bytes_s)
+               if pp > 1 else 0.0)
+    # data parallelism (ZeRO over dp for the dense part, over edp for the experts)
+    params = expert_params_per_gpu(m, ep, etp, tp, pp)
+    from . import zero
+
+    dp_s = 0.0
+    for part, copies in (("dense", f.dp * cp), ("experts", f.edp)):
+        if copies == 1:
+            continue
+        per_node = max(1, min(copies, gpn // min(gpn, tp if part == "dense" else etp * ep)))
+        while copies % per_node:
+            per_node -= 1
+        net_c = NodeNetwork(intra, inter_ab, per_node) if per_node > 1 else None
+        for op, what in zero.stage_collectives(zero_stage):
+            size = params[part] * (r.grad_comm if what == "gradients" else r.param_gather)
+            if net_c is not None:
+                dp_s += float(net_c.time(op, size, copies, name="dp"))
+            else:
+                from .collectives import collective_time
+
+                dp_s += float(collective_time(op, size, copies, inter_ab))
+    dp_s *= 1 - cal.dp_overlap
+    opt_params = params["dense"] / (f.dp * cp if zero_stage >= 1 else 1) + params["experts"] / (
+        f.edp if zero_stage >= 1 else 1)
+    optimizer = opt_params * ADAM_TRAFFIC_BYTES_PER_PARAM / (g.hbm_gbytes_s * 1e9)
+    parts = {"compute_s": n_mb * mm, "memory_bound_s": n_mb * mem_s,
+             "tp_comm_s": n_mb * (tp_comm + cp_comm), "a2a_exposed_s": n_mb * (a2a - hidden),
+             "bubble_s": bubble, "p2p_s": p2p, "dp_comm_s": dp_s, "optimizer_s": optimizer}
+    state = model_state_per_gpu(m, tp=tp, pp=pp, dp=f.dp, cp=cp, ep=ep, etp=etp,
+                                zero_stage=zero_stage, recipe=r)
+    act = memory.activation_bytes_per_layer(m, b, max(1, s // cp), tp, True, recompute, True,
+                                            r) * layers_here * min(pp, n_mb)
+    return MoEStep(parts=parts, a2a_s=n_mb * a2a, step_s=sum(parts.values()),
+                   micro_batches=n_mb, tokens_per_step=B * s, n_gpus=f.n_gpus,
+                   model_flops_per_token=compute.megatron_flops_per_token(
+                       m, s, mtp_layers=mtp_layers, tp=tp),
+                   peak_flops=compute.matmul_peak_flops(g, r),
+                   memory_bytes=state["total_bytes"] + act)
