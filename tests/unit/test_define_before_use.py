@@ -47,7 +47,7 @@ EVERYDAY = frozenset(s.casefold() for s in (
     "copper cable", "effective training time", "slow node", "tail latency", "fan-out",
     "splitter cable", "send/receive", "load/store", "scale up", "scale out", "GB", "GiB",
     "per direction", "bidirectional", "gigabyte", "gigabit", "collective communication",
-    "replica", "gradient", "activations", "mesh",
+    "replica", "gradient", "activations", "mesh", "dispatch", "combine",
     # number formats, named long before the technique that mixes them
     "fp16", "bf16",
 ))
@@ -104,18 +104,25 @@ def _cells(nb_path) -> list[tuple[int, str, bool, str]]:
     """(cell index, text the reader sees, is in the opening, the cell's whole text): the text
     without headings, formulas and inline code; the whole text for its references.
 
-    The opening is the first markdown cell (the title) with the set-up code cells around it.
+    The opening is the first markdown cell (the title) with the set-up code cells around it;
+    when that cell is the lecture summary (title, **In short.**, 핵심 요약), the introduction
+    that follows the parameters is part of the opening too.
     """
     cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
     out: list[tuple[int, str, bool, str]] = []
     title_seen = opening = False
+    markdown_seen = 0
+    opening_cells = 1
     for i, cell in enumerate(cells):
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
+            if markdown_seen == 0 and "**In short.**" in source:
+                opening_cells = 2  # the summary, then the introduction
             text = re.sub(r"(?m)^#{1,6} .*$", "", source)
             text = re.sub(r"\$\$.+?\$\$|\$[^$\n]+\$", " ", text, flags=re.S)  # formulas
             text = re.sub(r"`[^`\n]+`", " ", text)  # code names (`scaleout.calibration`)
-            opening = not title_seen
+            markdown_seen += 1
+            opening = markdown_seen <= opening_cells
             out.append((i, " ".join(text.split()), opening, source))
             title_seen = True
         elif cell["cell_type"] == "code" and "parameters" not in cell["metadata"].get("tags", []):
