@@ -78,9 +78,6 @@ class ShardingExplorer(Explorer):
                                description="mesh", **_WIDE),
         }
 
-    def _layout_controls(self) -> W.Widget:
-        return W.HBox(list(self.controls.values()))
-
     # -- library calls only -----------------------------------------------------------------
     def _compute(self, v: Mapping[str, Any]) -> engine.CompiledStep:
         m = self.moe if v["sharding"] == "ep" else self.dense
