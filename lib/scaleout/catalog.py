@@ -778,6 +778,11 @@ def model_names() -> list[str]:
     return [m.name for m in models()]
 
 
+def dense_model_names() -> list[str]:
+    """The catalog's dense models (no mixture of experts), in file order: the planner's."""
+    return [m.name for m in models() if not m.is_moe]
+
+
 def system_names() -> list[str]:
     """Catalog system names."""
     return [s.name for s in systems()]

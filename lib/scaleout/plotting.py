@@ -10,6 +10,7 @@ one is installed (:class:`HumanFigure`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -27,6 +28,7 @@ from .memory import MemoryBreakdown
 from .plan import PART_WORDS as _PART_WORDS
 
 __all__ = [
+    "FRAMEWORK_COLORS",
     "HOLDING_COLORS",
     "LINK_COLORS",
     "MEMORY_COLORS",
@@ -58,6 +60,7 @@ __all__ = [
     "plan_bars_svg",
     "ring_diagram",
     "run_timeline",
+    "scaling_lines",
     "stage_bars",
     "step_in_words",
     "validation_scatter",
@@ -627,6 +630,39 @@ def validation_scatter(ax: Axes, rows, title: str = "") -> None:
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(title or "Planner vs published measurements")
     ax.grid(alpha=0.3)
+
+
+#: Colours of the framework presets in scaling figures.
+FRAMEWORK_COLORS = {"deepspeed-2021": "#d62728", "megatron-lm-2021": "#1f77b4",
+                    "pytorch-fsdp": "#ff7f0e", "torchtitan": "#9467bd", "megatron-core": "#2ca02c"}
+_FRAMEWORK_WORDS = {"deepspeed-2021": "ZeRO-3 (DeepSpeed 2021)",
+                    "megatron-lm-2021": "3D parallel (Megatron-LM 2021)"}
+
+
+def scaling_lines(ax: Axes, series: Mapping[str, Mapping[str, Any]], title: str = "") -> None:
+    """Published (markers) and predicted (lines) throughput per GPU against the GPU count, one
+    colour per framework and one marker per model: :func:`scaleout.plan.scaling_series`."""
+    markers = ["o", "s", "^", "D"]
+    models = list(dict.fromkeys(k.split(", ")[0] for k in series))
+    for key, sr in series.items():
+        model, framework = key.split(", ", 1)
+        color = FRAMEWORK_COLORS.get(framework, "#555555")
+        marker = markers[models.index(model) % len(markers)]
+        words = _FRAMEWORK_WORDS.get(framework, framework)
+        ax.plot(sr["gpus"], sr["published"], marker=marker, ls="none", color=color, ms=7,
+                label=f"{model}, {words}: published", zorder=3)
+        ax.plot(sr["gpus"], sr["predicted"], marker=marker, ls="--", color=color, ms=5,
+                mfc="white", label=f"{model}, {words}: planner", zorder=2)
+    ax.set_xscale("log", base=2)
+    gpus = sorted({int(g) for sr in series.values() for g in sr["gpus"]})
+    ax.set_xticks(gpus, [formatting.count(g) for g in gpus])
+    ax.minorticks_off()
+    ax.set_xlabel("GPUs (global batch fixed)")
+    ax.set_ylabel("TFLOP/s per GPU")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower left", ncol=2)
+    ax.set_title(title or "Fixed batch, more GPUs: ZeRO-3 collapses, 3D parallelism holds")
 
 
 # =========================================================================== fault tolerance

@@ -76,6 +76,7 @@ from .evaluate import PlanResult, evaluate, plan_from_arrays
 from .explain import PART_WORDS, explain
 from .frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, Framework, framework, framework_names
 from .network import default_network
+from .published import TRAINING
 from .search import PLAN_FIELDS, NoPlanError, SearchResult, search
 from .step import (
     ACTIVATION_BYTES,
@@ -90,6 +91,7 @@ from .validation import (
     ValidationRow,
     cross_validation,
     fit_calibration,
+    scaling_series,
     validate,
     validation_summary,
     validation_table,
@@ -108,6 +110,7 @@ __all__ = [
     "RESERVE",
     "STEP_PARTS",
     "TIGHT_SHARE",
+    "TRAINING",
     "Calibration",
     "CrossValidation",
     "Framework",
@@ -124,6 +127,7 @@ __all__ = [
     "framework",
     "framework_names",
     "plan_from_arrays",
+    "scaling_series",
     "search",
     "validate",
     "validation_summary",

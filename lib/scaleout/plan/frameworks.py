@@ -59,7 +59,7 @@ from ..checks import check_choice, close_matches
 from ..units import MIB
 
 __all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "SWITCHES", "Framework", "framework",
-           "framework_names"]
+           "framework_names", "preset_rows"]
 
 #: The switches a user may turn off (a framework's mechanisms that a run can disable).
 SWITCHES = ("grad_overlap", "param_gather_overlap", "tp_overlap", "p2p_overlap",
@@ -235,3 +235,32 @@ def framework(spec: str | Framework | None,
         raise ValueError(f"framework={spec!r} is not a preset{hint}; presets: "
                          f"{', '.join(FRAMEWORKS)}")
     return FRAMEWORKS[spec].with_switches(switches)
+
+
+def preset_rows() -> list[dict[str, str]]:
+    """Each preset's switches in words, one dict per preset (for a table): what its collectives
+    are, when gradients are reduced, how ZeRO-3 gathers, which ZeRO stages it offers and which
+    of them combine with pipelining, and what else it overlaps."""
+    out = []
+    for f in FRAMEWORKS.values():
+        bucket = ("one call" if not f.grad_bucket_bytes
+                  else f"buckets of {f.grad_bucket_bytes / MIB:,.0f} MiB")
+        overlaps = [name for name, on in (("gradient reduction", f.grad_overlap),
+                                          ("ZeRO-1/2 weight gather", f.param_gather_overlap),
+                                          ("tensor-parallel", f.tp_overlap),
+                                          ("pipeline sends", f.p2p_overlap)) if on]
+        out.append({
+            "preset": f.name, "framework": f.label,
+            "collectives": ("NCCL, flat rings across nodes" if f.flat_dp_rings
+                            else "NCCL, topology-aware") if f.collectives == "nccl"
+            else "textbook hierarchical α-β",
+            "gradients": bucket,
+            "overlapped": ", ".join(overlaps) or "nothing",
+            "ZeRO-3 gathers": (f"per {f.zero3_unit}, {f.zero3_prefetch} ahead"
+                               if 3 in f.zero_stages else "—"),
+            "ZeRO stages": ", ".join(map(str, f.zero_stages)),
+            "with pipelining": f"up to ZeRO-{f.max_zero_with_pp}" if f.max_zero_with_pp
+            else "no ZeRO",
+            "hybrid sharding": "yes" if f.hybrid_shard else "no",
+        })
+    return out

@@ -223,7 +223,8 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
             why = f"{run['precision']}: FP8 is not in the planner yet"
         elif run["gpu"] not in catalog.gpu_names():
             why = f"{run['gpu']} is not in the catalog"
-        elif run["model"] not in catalog.model_names():
+        elif (run["model"] not in catalog.model_names()
+              or catalog.model(run["model"]).is_moe):
             why = f"{run['model']}: mixture-of-experts is not in the planner yet"
         elif run["cp"] > 1:
             why = "context parallelism is not in the planner yet"

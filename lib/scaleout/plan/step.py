@@ -128,6 +128,11 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
     DEFAULT_FRAMEWORK` with all its switches, :data:`RESERVE`'s CUDA context and NCCL
     buffers as the fixed reserve)."""
     m = catalog.model(model)
+    if m.is_moe:
+        raise ValueError(f"model={m.name!r} is a mixture-of-experts model ({m.experts} experts, "
+                         f"top-{m.top_k}): the planner models dense layers only and would "
+                         "count every expert's FLOPs; scaleout.moe.step_estimate estimates "
+                         "its step (notebook 13)")
     g = catalog.gpu(gpu)
     net = network if network is not None else default_network(g)
     if not isinstance(net, NodeNetwork):
@@ -361,61 +366,108 @@ def data_parallel_parts(ctx: Context, x: _Shape, params: np.ndarray, c: dict[str
                         ) -> dict[str, np.ndarray]:
     """Exposed seconds of the step's data-parallel and ZeRO collectives, as the framework
     issues them (see the module docstring)."""
-    fw, gpn, rec = ctx.framework, ctx.network.gpus_per_node, ctx.recipe
+    gpn = ctx.network.gpus_per_node
     per_node_dp = dp_ranks_per_node(x.dp, np.maximum(1, gpn // np.minimum(x.tp, gpn)))
     # hybrid sharding: shard groups of consecutive data-parallel ranks, replicas across them
     per_node_shard = dp_ranks_per_node(x.shard, per_node_dp)
     replicas = x.dp // x.shard
     per_node_replica = dp_ranks_per_node(replicas, np.maximum(per_node_dp // per_node_shard, 1))
-
-    def coll(op: str, size: np.ndarray, n=x.dp, per_node=per_node_dp) -> np.ndarray:
-        return ctx.collectives.seconds(op, size, n, per_node,
-                                       node_aggregate=not fw.flat_dp_rings)
-
-    def sharded_coll(op: str, size: np.ndarray) -> np.ndarray:
-        """``op`` inside the shard group; a reduce-scatter's shard then all-reduced across
-        the replicas (nothing to add without hybrid sharding: one replica)."""
-        t = coll(op, size, x.shard, per_node_shard)
-        if op == "reduce_scatter":
-            t = t + coll("all_reduce", size / x.shard, replicas, per_node_replica)
-        return t
-
-    grads = params * rec.grad_bytes
-    weights = params * rec.weight_bytes
     per_layer = 3 * c["layer_forward_s"] + c["layer_recompute_s"] + t["layer_tp_comm_s"]
     layers = np.where(st["last_is_busiest"], st["last_layers"], st["first_layers"])
-    backward_window = layers * per_layer * 2 / 3  # the last micro-batch's backward
-    forward_window = layers * per_layer / 3  # the first micro-batch's forward
-    grad_window = backward_window if fw.grad_overlap else None
-    gather_window = forward_window if fw.param_gather_overlap else None
+    shape = np.shape(x.dp)
+    full_arrays = {
+        "dp": x.dp, "shard": x.shard, "per_node_dp": per_node_dp,
+        "per_node_shard": per_node_shard, "replicas": replicas,
+        "per_node_replica": per_node_replica, "tp": x.tp, "pp": x.pp,
+        "micro_batches": x.micro_batches, "params": params, "per_layer": per_layer,
+        "layers": layers}
+    comm = np.zeros(shape)
+    # each branch is priced only for the plans that take it
+    for branch, mask in ((_dp_plain, (x.zero_stage == 0) & (x.dp > 1)),
+                         (_dp_sharded, (x.zero_stage >= 1) & (x.zero_stage <= 2) & (x.dp > 1)),
+                         (_dp_full, (x.zero_stage == 3) & (x.dp > 1))):
+        idx = np.flatnonzero(np.broadcast_to(mask, shape))
+        if idx.size:
+            sub = {k: np.broadcast_to(v, shape).ravel()[idx] for k, v in full_arrays.items()}
+            comm.ravel()[idx] = branch(ctx, sub)
+    return {"dp_comm_s": comm * (1 - ctx.calibration.dp_overlap)}
 
-    plain = _bucketed(lambda s: coll("all_reduce", s), grads, fw.grad_bucket_bytes, grad_window)
-    sharded = (_bucketed(lambda s: sharded_coll("reduce_scatter", s), grads,
-                         fw.grad_bucket_bytes, grad_window)
-               + _bucketed(lambda s: sharded_coll("all_gather", s), weights,
-                           fw.grad_bucket_bytes, gather_window))
-    # ZeRO-3 / FSDP: every micro-batch gathers each unit's weights before its forward and
-    # its backward (once, kept for the backward, under pipelining) and reduce-scatters its
-    # gradients; the rest of the stage (embedding, output layer) as one more unit
-    layer_params = ctx.parts["layers"] / ctx.model.n_layers / x.tp
+
+def _colls(ctx: Context, a: dict[str, np.ndarray]):
+    """The two ways a data-parallel collective is issued, over the plans of ``a``: over the
+    whole group (``coll``), or inside the shard groups with the reduce-scatter's shard then
+    all-reduced across the replicas (``sharded``; nothing added without hybrid sharding)."""
+    flat = not ctx.framework.flat_dp_rings
+
+    def coll(op: str, size: np.ndarray) -> np.ndarray:
+        return ctx.collectives.seconds(op, size, a["dp"], a["per_node_dp"], node_aggregate=flat)
+
+    hybrid = bool(np.any(a["replicas"] > 1))
+
+    def sharded(op: str, size: np.ndarray) -> np.ndarray:
+        out = ctx.collectives.seconds(op, size, a["shard"], a["per_node_shard"],
+                                      node_aggregate=flat)
+        if op == "reduce_scatter" and hybrid:
+            out = out + ctx.collectives.seconds("all_reduce", size / a["shard"], a["replicas"],
+                                                a["per_node_replica"], node_aggregate=flat)
+        return out
+
+    return coll, sharded
+
+
+def _windows(ctx: Context, a: dict[str, np.ndarray]):
+    """The compute a gradient reduction (the last micro-batch's backward) and a weight gather
+    (the first micro-batch's forward) can hide behind, or None where the framework does not
+    overlap them."""
+    fw = ctx.framework
+    backward = a["layers"] * a["per_layer"] * 2 / 3
+    forward = a["layers"] * a["per_layer"] / 3
+    return (backward if fw.grad_overlap else None), (forward if fw.param_gather_overlap else None)
+
+
+def _dp_plain(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
+    """Plain data parallelism: the gradients all-reduced in buckets."""
+    coll, _ = _colls(ctx, a)
+    grad_window, _ = _windows(ctx, a)
+    return _bucketed(lambda s: coll("all_reduce", s), a["params"] * ctx.recipe.grad_bytes,
+                     ctx.framework.grad_bucket_bytes, grad_window)
+
+
+def _dp_sharded(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
+    """ZeRO-1/2: gradients reduce-scattered in buckets, the updated weights all-gathered."""
+    _, sharded = _colls(ctx, a)
+    grad_window, gather_window = _windows(ctx, a)
+    bucket, rec = ctx.framework.grad_bucket_bytes, ctx.recipe
+    return (_bucketed(lambda s: sharded("reduce_scatter", s), a["params"] * rec.grad_bytes,
+                      bucket, grad_window)
+            + _bucketed(lambda s: sharded("all_gather", s), a["params"] * rec.weight_bytes,
+                        bucket, gather_window))
+
+
+def _dp_full(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
+    """ZeRO-3 / FSDP: every micro-batch gathers each unit's weights before its forward and
+    its backward (once, kept for the backward, under pipelining) and reduce-scatters its
+    gradients; the rest of the stage (embedding, output layer) as one more unit."""
+    fw, rec = ctx.framework, ctx.recipe
+    _, sharded = _colls(ctx, a)
+    tp, layers, per_layer = a["tp"], a["layers"], a["per_layer"]
+    layer_params = ctx.parts["layers"] / ctx.model.n_layers / tp
     if fw.zero3_unit == "tensor":
-        gather = sum(sharded_coll("all_gather", np.broadcast_to(n / x.tp * rec.weight_bytes,
-                                                                x.tp.shape).astype(float))
+        gather = sum(sharded("all_gather", np.broadcast_to(n / tp * rec.weight_bytes,
+                                                           tp.shape).astype(float))
                      for n in ctx.tensors)
     else:
-        gather = sharded_coll("all_gather", layer_params * rec.weight_bytes)
-    scatter = sharded_coll("reduce_scatter", layer_params * rec.grad_bytes)
-    rest = np.maximum(params - layers * layer_params, 0.0)
-    rest_s = (sharded_coll("all_gather", rest * rec.weight_bytes)
-              + sharded_coll("reduce_scatter", rest * rec.grad_bytes))
-    gathers_back = np.where(x.pp > 1, 0.0, 1.0)  # resharded after forward only without PP
+        gather = sharded("all_gather", layer_params * rec.weight_bytes)
+    scatter = sharded("reduce_scatter", layer_params * rec.grad_bytes)
+    rest = np.maximum(a["params"] - layers * layer_params, 0.0)
+    rest_s = (sharded("all_gather", rest * rec.weight_bytes)
+              + sharded("reduce_scatter", rest * rec.grad_bytes))
+    gathers_back = np.where(a["pp"] > 1, 0.0, 1.0)  # resharded after forward only without PP
     c_f = per_layer / 3
     c_b = per_layer * 2 / 3
     fwd = _prefetched(layers, c_f, gather, fw.zero3_prefetch)
     bwd = _prefetched(layers, c_b, gathers_back * gather + scatter, fw.zero3_prefetch)
-    full = x.micro_batches * (fwd + bwd - layers * (c_f + c_b) + rest_s)
-    comm = np.select([x.zero_stage == 0, x.zero_stage <= 2], [plain, sharded], full)
-    return {"dp_comm_s": np.where(x.dp > 1, comm, 0.0) * (1 - ctx.calibration.dp_overlap)}
+    return a["micro_batches"] * (fwd + bwd - layers * (c_f + c_b) + rest_s)
 
 
 def optimizer_parts(ctx: Context, x: _Shape, params: np.ndarray) -> dict[str, np.ndarray]:

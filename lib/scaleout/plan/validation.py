@@ -33,7 +33,7 @@ from .evaluate import evaluate
 from .published import TRAINING, Case, cases, source_title
 
 __all__ = ["CrossValidation", "ValidationRow", "baseline_rows", "cross_validation",
-           "fit_baseline", "fit_calibration", "validate", "validation_summary",
+           "fit_baseline", "fit_calibration", "scaling_series", "validate", "validation_summary",
            "validation_table"]
 
 #: The grid each calibration number moves on when fitted (coordinate descent from the shipped
@@ -160,10 +160,13 @@ def fit_baseline(sources: Iterable[str] = TRAINING) -> float:
     """The one MFU that fits the training sources best (same objective as the planner)."""
     chosen = _selected(sources)
     grid = np.linspace(0.20, 0.70, 501)
-    scores = []
-    for mfu in grid:
-        rows = baseline_rows(float(mfu), chosen)
-        scores.append(_objective(rows))
+    # log(predicted step / published step) = log(peak step / published step) - log(mfu)
+    by: dict[str, list[float]] = {}
+    for case in chosen:
+        by.setdefault(case.source, []).append(np.log(_peak_step_s(case) / _published_step_s(case)))
+    log_mfu = np.log(grid)[:, None]
+    scores = np.mean([np.sqrt(np.mean((np.asarray(v)[None, :] - log_mfu) ** 2, axis=1))
+                      for v in by.values()], axis=0)
     return float(grid[int(np.argmin(scores))])
 
 
@@ -302,3 +305,28 @@ def validation_table(rows: Sequence[ValidationRow] | None = None) -> str:
                 reasons[f"{source}: {reason}"] = reasons.get(f"{source}: {reason}", 0) + 1
             out += [f"  {count:>3} × {reason}" for reason, count in reasons.items()]
     return "\n".join(out).rstrip() + "\n"
+
+
+def scaling_series(source: str = "narayanan2021_table2_zero3",
+                   calibration: Calibration | None = None
+                   ) -> dict[str, dict[str, np.ndarray]]:
+    """A published source's runs as series over the GPU count, one per model and framework:
+    ``{"korthikanti-175b, deepspeed-2021": {"gpus": ..., "published": ..., "predicted": ...}}``
+    (GPU counts ascending). For the fixed-batch ZeRO-3 against PTD-P comparison of Narayanan
+    et al. 2021 (Table 2, Fig. 10): the trend each framework's mechanisms produce."""
+    cal = calibration if calibration is not None else DEFAULT_CALIBRATION
+    chosen = _selected([source])
+    if not chosen:
+        raise ValueError(f"source={source!r} has no runs the planner can predict")
+    rows: dict[str, list[tuple[int, float, float]]] = {}
+    for case in chosen:
+        r = evaluate(case.model, case.gpu, case.plan, case.network, calibration=cal,
+                     framework=case.framework)
+        key = f"{case.model.name}, {case.framework}"
+        rows.setdefault(key, []).append((case.plan.n_gpus, case.published, case.predict(r)))
+    out = {}
+    for key, points in rows.items():
+        points.sort()
+        g, pub, pred = (np.asarray(v, dtype=float) for v in zip(*points, strict=True))
+        out[key] = {"gpus": g, "published": pub, "predicted": pred}
+    return out

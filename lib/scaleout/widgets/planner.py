@@ -43,8 +43,10 @@ class PlannerExplorer(Explorer):
     :func:`scaleout.catalog.custom_model`), ``gpu``, ``n_gpus``, ``gpus_per_node``,
     ``global_batch``
     (sequences), ``seq_len``, ``tokens_b`` (training budget, billions of tokens) and
-    ``flash_attention`` and ``network`` (:data:`USUAL` or a scale-out link of
-    ``data/links.toml``, one port per GPU). ``result`` is the :class:`scaleout.plan.SearchResult`;
+    ``flash_attention``, ``network`` (:data:`USUAL` or a scale-out link of
+    ``data/links.toml``, one port per GPU) and ``framework`` (a preset of
+    :mod:`scaleout.plan.frameworks`: which collectives run and what they overlap).
+    ``result`` is the :class:`scaleout.plan.SearchResult`;
     ``best`` the winner's :class:`scaleout.plan.PlanResult`.
 
     ``measured`` (a :class:`scaleout.lab.calibrate.MeasuredNetwork`, from
@@ -67,7 +69,7 @@ class PlannerExplorer(Explorer):
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "model": W.Dropdown(options=[*catalog.model_names(), CUSTOM], value="gpt3-175b",
+            "model": W.Dropdown(options=[*catalog.dense_model_names(), CUSTOM], value="gpt3-175b",
                                 description="model", **_WIDE),
             "custom_layers": W.BoundedIntText(value=48, min=0, max=1000,
                                               description="custom layers", **_WIDE),
@@ -91,6 +93,10 @@ class PlannerExplorer(Explorer):
                                                    if lk.scope == "scale-out"),
                                            *([self.measured_label] if self.measured else [])],
                                   value=USUAL, description="network", **_WIDE),
+            "framework": W.Dropdown(options=[(f.label, f.name) for f in
+                                             plan.FRAMEWORKS.values()],
+                                    value=plan.DEFAULT_FRAMEWORK, description="framework",
+                                    **_WIDE),
             "flash_attention": W.Checkbox(value=False, description="flash attention",
                                           **_WIDE),
         }
@@ -119,7 +125,8 @@ class PlannerExplorer(Explorer):
                 network = plan.default_network(v["gpu"], v["gpus_per_node"], inter)
             result = plan.search(self._model(v), v["gpu"], v["n_gpus"], v["global_batch"],
                                  network, seq_len=v["seq_len"], tokens=tokens,
-                                 flash_attention=v["flash_attention"], calibration=calibration)
+                                 flash_attention=v["flash_attention"], calibration=calibration,
+                                 framework=v["framework"])
         self.best = result.result(0)
         self._key = key
         return result
@@ -143,6 +150,12 @@ class PlannerExplorer(Explorer):
             f"</b>: {fmt.duration(best.step_s)} per iteration, "
             f"{fmt.large_count(best.tokens_per_s)} tokens/s, MFU {fmt.percent(best.mfu)}, "
             f"{fmt.flop_rate(best.model_tflops_per_gpu * 1e12)} per GPU.</p>"
+            f"<p>Memory: {fmt.sig(best.memory_bytes / units.GIB)} of "
+            f"{fmt.sig(best.capacity_bytes / units.GIB)} GiB, "
+            f"{fmt.sig(best.headroom_gib)} GiB free"
+            + (" <b>⚠ tight</b>: above 90% of HBM, fragmentation and peaks the model does not "
+               "see may push it over" if best.tight else "")
+            + f". Framework: {html.escape(best.framework_label)}.</p>"
             f"<p>{fmt.tokens(r.tokens)}: "
             f"<b>{fmt.duration(units.days_to_seconds(best.training_days))}</b>, "
             f"{fmt.large_count(best.gpu_hours)} GPU-hours.</p>"
