@@ -661,7 +661,7 @@ def scaling_lines(ax: Axes, series: Mapping[str, Mapping[str, Any]], title: str 
     ax.set_ylabel("TFLOP/s per GPU")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left", ncol=2)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.set_title(title or "Fixed batch, more GPUs: ZeRO-3 collapses, 3D parallelism holds")
 
 
