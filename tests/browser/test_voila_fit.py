@@ -48,6 +48,9 @@ MOVES: dict[str, Callable[[Page], None]] = {
     "10_optical_modules.ipynb": select("technology", "auto (cheapest that reaches)"),
     "11_fault_tolerance.ipynb": slide("interval_min", 20),
     "12_scale_up_vs_scale_out.ipynb": select("domain", "8"),
+    "13_mixture_of_experts.ipynb": select("ep", "8"),
+    "14_long_context_and_precision.ipynb": select("variant", "all-to-all"),
+    "15_measure_it_yourself.ipynb": select("sharding", "dp: data parallel"),
 }
 
 
