@@ -518,7 +518,8 @@ def _agree_12(p: dict[str, Any]) -> None:
 
 
 def _agree_15(p: dict[str, Any]) -> None:
-    from .lab import mpibench, shardings
+    from . import calibration, plan
+    from .lab import calibrate, mpibench, shardings
     from .lab.model import LabModel
 
     dims = dict(n_layers=p["n_layers"], hidden=p["hidden"], n_heads=p["n_heads"],
@@ -532,6 +533,25 @@ def _agree_15(p: dict[str, Any]) -> None:
     for name in p["mpi_algorithms"]:
         checks.check_choice("mpi_algorithms", name, mpibench.OMPI_ALGORITHMS)
     mpibench.message_sizes(8, p["mpi_max_bytes"], 4)
+    # Part 3 fits the logs and re-plans the cluster on the datasheet links and on the measured
+    # network (a few tens of milliseconds): logs of two clusters, or a cluster no layout fits,
+    # are refused here rather than in the notebook's last section
+    try:
+        measured = calibrate.fit_logs([calibration.LOGS_DIR / f"{name}.txt"
+                                       for name in p["log_names"]])
+    except ValueError as exc:
+        raise ValueError(f"log_names={p['log_names']}: {exc}") from None
+    cluster = (f"plan_model={p['plan_model']!r} on plan_gpus={p['plan_gpus']} x "
+               f"plan_gpu={p['plan_gpu']!r} with plan_batch={p['plan_batch']}")
+    try:
+        for network, cal in ((plan.default_network(p["plan_gpu"]), None),
+                             (measured.fabric(p["plan_gpu"]), measured.plan_calibration())):
+            plan.search(p["plan_model"], p["plan_gpu"], p["plan_gpus"], p["plan_batch"],
+                        network, calibration=cal)
+    except ValueError as exc:
+        raise ValueError(f"{cluster}: {exc}") from None
+
+
 def _moe_models() -> list[str]:
     from . import catalog
 

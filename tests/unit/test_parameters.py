@@ -80,6 +80,10 @@ def test_an_unknown_notebook_suggests_close_names():
     ("12_scale_up_vs_scale_out", {"design_domain": 4}, "design_domain=4 must be one of"),
     ("12_scale_up_vs_scale_out", {"site_distances_km": [1, float("nan")]},
      r"site_distances_km\[1\]"),
+    ("15_measure_it_yourself", {"plan_gpus": 1},
+     r"plan_gpus=1 x plan_gpu='H100-SXM5-80GB' with plan_batch=512: llama3-70b fits on none"),
+    ("15_measure_it_yourself", {"plan_gpu": "V100-SXM2-32GB"},
+     "plan_gpu='V100-SXM2-32GB'.*has no usual network port"),
     ("reports/cluster_plan", {"network_name": "NVLink 4"}, "is a scale-up link"),
 ])
 def test_bad_values_are_refused_in_one_line_naming_the_parameter(key, changes, message):
