@@ -49,8 +49,8 @@ MOVES: dict[str, Callable[[Page], None]] = {
     "11_fault_tolerance.ipynb": slide("interval_min", 20),
     "12_scale_up_vs_scale_out.ipynb": select("domain", "8"),
     "13_mixture_of_experts.ipynb": select("ep", "8"),
-    "14_long_context_and_precision.ipynb": select("variant", "all-to-all"),
-    "15_measure_it_yourself.ipynb": select("sharding", "dp: data parallel"),
+    "14_long_context_and_precision.ipynb": select("cp", "8"),
+    "15_measure_it_yourself.ipynb": select("sharding", "sp: Megatron tensor + sequence parallel"),
 }
 
 
