@@ -27,8 +27,16 @@ module         what it models                                         notebook
 ``pipeline``   pipeline schedules simulated (GPipe, 1F1B, interleaved,  05
                zero-bubble); bubble, activations in flight
 ``zero``       ZeRO stages: 2Ψ/3Ψ traffic and its time; Table 1       06
-``plan``       a 3D-parallel layout's memory and step time; the       08
-               vectorised search; validation on published runs
+``layout``     a parallel layout (``Plan``) and the one table of its  02, 05, 08
+               validity rules (``RULES``)
+``nccl``       NCCL's own cost model (tuning.cc): algorithm and       07, 08
+               protocol choice, latency, bandwidth per collective
+``plan``       (package) a layout's memory and step time as the       08
+               frameworks run it (presets, overlaps, NCCL-priced
+               collectives, hybrid sharding); the vectorised search;
+               published runs, cross-validation, explanations
+``configs``    Hugging Face configs in; Megatron-LM, torchtitan and   08
+               DeepSpeed settings in and out
 ``moe``        mixtures of experts: expert parallelism, the all-to-  13
                all on NVLink vs RDMA, node-limited routing, load
                and capacity, expert memory, parallel folding
@@ -56,13 +64,43 @@ module         what it models                                         notebook
 ``costs``      two views never added: cloud (GPU-hours × price) and   10, 12, reports
                owned (amortised capital + facility energy)
 ``report``     papermill reports rendered to HTML; YAML sweeps        reports
+``parameters`` every notebook's parameter rules, checked before any   all
+               cell computes (the report command uses the same)
+``verdict``    the cluster plan's verdict and memory headroom         reports
 ``lab``        real engines: a GPT sharded by JAX's SPMD compiler,    15
                collectives and memory from compiled HLO against the
                formulas; an MPI benchmark; calibrate from your logs
-``widgets``    ipywidgets explorers (no model logic)                  00-12
-``plotting``   matplotlib and SVG figures (no model logic)            00-12
-``svgchart``   tiny SVG charts for fast widget redraws                00-12
+``widgets``    ipywidgets explorers (no model logic)                  00-15
+``diagrams``   pictures of the mechanisms as SVG, drawn from the      04-12
+               library's own state (ring steps, trees, ZeRO slices)
+``plotting``   matplotlib and SVG figures (no model logic)            00-15
+``svgchart``   tiny SVG charts for fast widget redraws                00-15
+``formatting`` how every number reads (significant figures, units,   all
+               separators, money)
+``selfcheck``  a notebook's closing checks as sentences               all
+``fonts``      a CJK font for matplotlib's Korean labels              all
 =============  =====================================================  ===========
+
+Naming guide
+------------
+Symbols follow Megatron-LM's papers (Shoeybi et al. 2019; Narayanan et al. 2021; Korthikanti et
+al. 2022) wherever the library uses them across modules:
+
+====  ===============================  ====  ==================================================
+``b``  micro-batch size (sequences)    ``t``  tensor-parallel size (``tp`` in code)
+``s``  sequence length (tokens)        ``p``  pipeline-parallel size (``pp``)
+``h``  hidden size                     ``d``  data-parallel size (``dp``)
+``a``  attention heads                 ``v``  model chunks per GPU (interleaving)
+``l``  layers                          ``m``  micro-batches per replica per iteration
+``V``  vocabulary                      ``B``  global batch (sequences)
+``Ψ``  parameters (ZeRO's notation)    ``n``  GPUs in a group
+====  ===============================  ====  ==================================================
+
+Names carry their unit: ``_s`` seconds, ``_us`` microseconds, ``_bytes`` bytes, ``_gb`` /
+``_gib`` decimal / binary gigabytes, ``_gbps`` gigabits per second, ``_gbytes_s`` gigabytes per
+second, ``_w`` watts, ``_m`` metres; bandwidths are one direction unless the name says
+``_bidir``. Conversions live in :mod:`scaleout.units`. Arrays of many layouts carry the same
+suffixes in their keys (``step_s``, ``memory_bytes``).
 """
 
 import importlib
