@@ -355,11 +355,6 @@ def llama3_mtbf(n_gpus: int) -> Known:
                 f"checkpoint write {fmt.duration(delta)}",))
 
 
-def interval_marker(minutes: float) -> Known:
-    """The interval slider moves in steps of 0.02 decades."""
-    return Known(f"τ = {minutes:.4g} min", figure=(f"τ = {fmt.duration(minutes * 60)}",))
-
-
 #: a 1 TB checkpoint written at Llama 3's 2 TB/s by 16,384 GPUs, a failure a day
 CHECKPOINT_1TB_DAILY = Known(
     "1 TB at 2 TB/s (Llama 3, Sec. 3.3.1): δ = 0.5 s; MTBF 24 h; Young (1974): τ = √(2δM) "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -222,38 +223,50 @@ def figure_svg(page: Page, which: int | str = 0) -> str:
 
 
 def assert_known(app: WatchedPage, known: Known) -> Chart:
-    """Wait until the readout shows ``known.readout``, then check its rows and the chart.
+    """Wait until the readout and the chart show ``known`` (readout texts, rows, chart texts,
+    the chart check); then the page must be clean. Returns the chart, for further checks.
 
-    Returns the chart, for further checks. Fails naming the missing value, its source, the
-    readout and the chart's texts.
+    Fails after :data:`EVENT_TIMEOUT_MS` naming what is missing, where the expected value
+    comes from, the readout and the chart's texts.
     """
     page = app.page
-    if known.readout:
-        try:
-            page.wait_for_function(
-                f"(want) => {{ const b = {_box_js(known.explorer)};"
-                " const r = b && b.querySelector('.so-readout-box');"
-                " return r !== null && want.every(w => r.innerText.includes(w)); }",
-                arg=list(known.readout), timeout=EVENT_TIMEOUT_MS)
-        except PlaywrightTimeout:
-            text = readout_text(page, known.explorer)
-            missing = [w for w in known.readout if w not in text]
-            pytest.fail(f"the readout does not show {missing} ({known.source}); "
-                        f"status: {_status(page, known.explorer)!r}; readout:\n{text}",
-                        pytrace=False)
-    rows = readout_rows(page, known.explorer)
-    for want in known.rows:
-        assert any(row_matches(r, want) for r in rows), (
-            f"no readout row starts with {list(want)} ({known.source}); rows:\n"
-            + "\n".join(" | ".join(r) for r in rows))
-    chart = Chart(figure_svg(page, known.explorer))
-    for text in known.figure:
-        assert text in chart.texts, (f"the chart has no text {text!r} ({known.source}); its "
-                                     f"texts: {chart.texts}")
-    if known.check is not None:
-        known.check(chart)
+    deadline = time.monotonic() + EVENT_TIMEOUT_MS / 1000
+    while True:
+        chart, problems = _known_problems(page, known)
+        if not problems:
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"after {EVENT_TIMEOUT_MS} ms the page does not show what {known.source} gives:\n"
+                + "\n".join(f"  - {p}" for p in problems)
+                + f"\nstatus: {_status(page, known.explorer)!r}\nreadout rows:\n"
+                + "\n".join(" | ".join(r) for r in readout_rows(page, known.explorer))
+                + f"\nreadout text:\n{readout_text(page, known.explorer)}"
+                + f"\nchart texts: {chart.texts if chart else None}", pytrace=False)
+        page.wait_for_timeout(150)
     assert_page_clean(app)
     return chart
+
+
+def _known_problems(page: Page, known: Known) -> tuple[Chart | None, list[str]]:
+    """What of ``known`` the page does not show (yet)."""
+    problems: list[str] = []
+    text = readout_text(page, known.explorer)
+    problems += [f"readout text {w!r}" for w in known.readout if w not in text]
+    rows = readout_rows(page, known.explorer)
+    problems += [f"readout row {list(w)}" for w in known.rows
+                 if not any(row_matches(r, w) for r in rows)]
+    svg = figure_svg(page, known.explorer)
+    if not svg:
+        return None, [*problems, "a chart"]
+    chart = Chart(svg)
+    problems += [f"chart text {t!r}" for t in known.figure if t not in chart.texts]
+    if known.check is not None:
+        try:
+            known.check(chart)
+        except AssertionError as exc:
+            problems.append(f"chart: {exc}")
+    return chart, problems
 
 
 def row_matches(row: list[str], want: tuple[str | None, ...]) -> bool:
@@ -316,6 +329,8 @@ class Chart:
 
     def __init__(self, svg: str) -> None:
         assert svg.lstrip().startswith("<svg"), f"not an SVG chart: {svg[:200]!r}"
+        if "xmlns=" not in svg.split(">", 1)[0]:  # an inline <svg> as the page serialises it
+            svg = svg.replace("<svg", '<svg xmlns="http://www.w3.org/2000/svg"', 1)
         self.svg = svg
         self.root = ET.fromstring(svg)
         nested = [e for e in self.root if e.tag == f"{_SVG_NS}svg"]
