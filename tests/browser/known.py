@@ -428,11 +428,23 @@ MOE_EP32_IN_NVL72 = Known(
 
 
 # =========================================================================== 14: long context
+#: Llama 3 405B's activations per layer in bytes per s·b·h, with FP8 inputs kept for its
+#: Linear layers (Transformer Engine, the explorer's fp8-te recipe), selective recomputation
+#: and sequence parallelism, by Korthikanti et al. 2022's Sec. 4.1 accounting redone for its
+#: shape (8 key/value heads of 128 heads, SwiGLU of width f = 53,248 = 3.25h):
+#: outside the TP region, attention and MLP inputs 2 + 2, two dropout masks 1 + 1, two norm
+#: outputs at 1 byte (FP8 GEMM inputs) 1 + 1 = 8; inside, Q at 2 and K, V at 2 × 2 × 8/128
+#: = 2.25, attention's output at 1 byte (FP8) = 1, the MLP's two up-projections and the
+#: activation 3 × 2 × 3.25 = 19.5, the down-projection's input at 1 byte 3.25 = 26. All 34
+#: of them are split by t (sequence parallelism outside the region).
+LLAMA405_FP8_SBH = (2 + 2 + 1 + 1 + 1 + 1) + (2 + 2 * 2 * 8 / 128 + 1 + 3 * 2 * 3.25 + 3.25)
+
+
 def context_activations(seq: int, cp: int) -> Known:
-    """Llama 3 405B (126 layers, h = 16,384) at TP 8 with sequence parallelism and selective
-    recomputation: Korthikanti's 34·s·h/t bytes per layer and sequence, split over cp GPUs
-    by context parallelism; without CP the line is cp times higher."""
-    per_gpu = 34 * seq * 16384 * 126 / (8 * cp) / GIB
+    """Llama 3 405B (126 layers, h = 16,384) at TP 8: :data:`LLAMA405_FP8_SBH` bytes per
+    s·h per layer, split t ways, and over cp GPUs by context parallelism; without CP the
+    line is cp times higher."""
+    per_gpu = LLAMA405_FP8_SBH * seq * 16384 * 126 / (8 * cp) / GIB
 
     def on_the_line(chart: Chart) -> None:
         for label, want in ((f"CP {cp} (TP 8)", per_gpu), ("CP 1 (TP 8)", per_gpu * cp)):
@@ -441,8 +453,8 @@ def context_activations(seq: int, cp: int) -> Known:
                 f"the line {label!r} is at {got:.1f} GiB at {seq:,} tokens, not {want:.1f}")
 
     return Known(
-        f"34 × {seq:,} × 16,384 × 126 / (8 × {cp}) bytes (Korthikanti et al. Table 2, "
-        f"TP + SP + selective, over CP {cp})",
+        f"{LLAMA405_FP8_SBH:g} × {seq:,} × 16,384 × 126 / (8 × {cp}) bytes (Korthikanti et "
+        f"al.'s accounting for Llama 3 405B with FP8 Linear inputs, TP 8 + SP, over CP {cp})",
         rows=(("activations/GPU", f"{per_gpu:,.1f} GiB"),),
         figure=(f"{seq:,} tokens",), check=on_the_line)
 

@@ -3,7 +3,8 @@ browser: served by Voila, driven in headless Chromium. Each main control redraws
 the readout, and one move per explorer sets a value whose readout is worked out by hand from
 the papers and datasheets (:mod:`.known`): DeepSeek-V3's experts and their state per GPU at
 EP 32, and no network traffic once the EP group fits in the domain; Llama 3 405B's
-activations per GPU (Korthikanti's 34·s·h/t over CP), on the readout and on the chart's lines;
+activations per GPU (Korthikanti et al.'s accounting for its shape, split by TP and CP), on the
+readout and on the chart's lines;
 H100's FP8 peak and ridge points. A bad value (an EP size that does not divide the experts, a
 CP size above the key/value heads, EP on a dense model) shows a one-line status, the widget
 keeps working, and a good value clears it. No traceback on the page, no console error."""
