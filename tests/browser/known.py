@@ -10,7 +10,8 @@ Figures used again and again:
 
 * GPT-3 175B (Brown et al. 2020, Table 2.1): 96 layers, h = 12,288, vocabulary 50,257,
   2,048 learned positions. Parameters by Narayanan et al. 2021 (arXiv 2104.04473) Sec. 5.1,
-  P = 12lh²(1 + 13/(12h) + (V + s)/(12lh)): :data:`GPT3_PARAMS`.
+  P = 12lh²(1 + 13/(12h) + (V + s)/(12lh)), plus the final layer norm's 2h that the formula
+  leaves out: :data:`GPT3_PARAMS`.
 * GPT-2 XL (Radford et al. 2019, Table 2): 48 layers, d = 1,600, vocabulary 50,257, 1,024
   positions; the released checkpoint holds 1,557,611,200 parameters.
 * Links (datasheets, as ``data/links.toml`` cites them): NVLink 4, 450 GB/s per direction,
@@ -34,8 +35,8 @@ MIB = 2**20
 
 # =========================================================================== published figures
 #: GPT-3 175B's parameters by Narayanan et al. 2021, Sec. 5.1 (l = 96, h = 12,288, V = 50,257,
-#: s = 2,048): 174,604,234,752.
-GPT3_PARAMS = 12 * 96 * 12288**2 * (1 + 13 / (12 * 12288) + (50257 + 2048) / (12 * 96 * 12288))
+#: s = 2,048), 12lh² + 13lh + (V + s)h, and the final layer norm's 2h: 174,604,259,328.
+GPT3_PARAMS = 12 * 96 * 12288**2 + 13 * 96 * 12288 + (50257 + 2048) * 12288 + 2 * 12288
 GPT2_XL_PARAMS = 1_557_611_200
 #: Llama 3: 419 unexpected interruptions in 54 days of pre-training on 16,384 H100s
 #: (Llama Team 2024, arXiv 2407.21783, Sec. 3.3.4 and Table 5).
@@ -211,7 +212,7 @@ def zero_stage(stage: int, dp: int) -> Known:
     sent = elements * psi * 2 * (dp - 1) / dp
     opt = 12 * psi / dp / GIB
     return Known(
-        f"ZeRO Sec. 5 and 7 with Ψ = {psi:,.0f} (Narayanan's count of GPT-3), N_d = {dp}: "
+        f"ZeRO Sec. 5 and 7 with Ψ = {psi:,} (Narayanan's count of GPT-3), N_d = {dp}: "
         f"optimizer state 12Ψ/N_d = {opt:.2f} GiB, traffic {elements}Ψ elements × 2 B × "
         f"(N_d − 1)/N_d",
         rows=(("parameters Ψ", fmt.large_count(psi, 4)),
@@ -369,9 +370,9 @@ CHECKPOINT_1TB_DAILY = Known(
 # =========================================================================== 12: synthesis
 def domain_design(domain: int) -> Known:
     """1,152 GB200s in domains of the chosen size; failures at Llama 3's rate; the scale-out
-    fabric's 1,152 leaf–spine links of 400G DR4 (9 W, IEEE 802.3bs module class) with a module
-    at each end (GPU–leaf on copper); a checkpoint of GPT-3's Ψ at 14 bytes (fp16 weights
-    and the fp32 Adam state: 2 + 12)."""
+    fabric's 1,152 leaf–spine links (30 m) of 400G SR4 modules (9 W: NVIDIA's MMA1Z00-NS400
+    specification) with a module at each end, GPU–leaf on 3 m copper; a checkpoint of GPT-3's
+    Ψ at 14 bytes (fp16 weights and the fp32 Adam state: 2 + 12)."""
     per_day = LLAMA3_INTERRUPTIONS / LLAMA3_DAYS * 1152 / LLAMA3_GPUS
     label = f"{domain} GPUs/domain"
 
@@ -381,7 +382,7 @@ def domain_design(domain: int) -> Known:
 
     return Known(
         f"1,152 / {domain} = {1152 // domain} domains; Llama 3's 419/54 a day × 1,152/16,384 = "
-        f"{per_day:.3f} a day; 2,304 × 9 W of 400G optics; 14 B × {GPT3_PARAMS:,.0f}",
+        f"{per_day:.3f} a day; 2,304 × 9 W of 400G SR4 modules; 14 B × GPT-3's parameters",
         rows=(("cluster", f"1,152 × GB200, {domain} per scale-up domain "
                           f"({fmt.plural(1152 // domain, 'domain')})"),
               ("failures", f"{fmt.sig(per_day)} per day (one every "
