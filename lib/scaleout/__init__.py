@@ -140,6 +140,7 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "plotting",
     "power",
     "reliability",
+    "render",
     "report",
     "roofline",
     "scaling",

@@ -4,7 +4,8 @@ import time
 
 import pytest
 from scaleout import glossary, scaling, units
-from scaleout.widgets.scale_up import GlossaryExplorer, ScaleUpExplorer, html_table
+from scaleout.render import html_table
+from scaleout.widgets.scale_up import GlossaryExplorer, ScaleUpExplorer
 
 
 # ------------------------------------------------------------------------- 01: scale-up
