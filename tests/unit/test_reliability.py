@@ -59,6 +59,25 @@ def test_mtbf_falls_as_one_over_n():
     assert np.allclose(both * n, both[0] * n[0]) and np.all(both < mtbf)
 
 
+def test_mtbf_with_network_rows_counted_per_link_and_per_switch():
+    """Llama 3's 419 interruptions in 54 days on 16,384 GPUs plus Alibaba HPN's network rows
+    (Qian et al. 2024, Sec. 2.3): 0.057 % of NIC-ToR links and 0.051 % of ToR switches fail
+    per month (730.5 h). Dual-homed NICs give 2 links per GPU, 16 GPUs share a ToR: by hand
+    0.32330 + 0.02557 + 0.00072 failures per hour, 2.86 h between failures (counting the
+    link row per GPU instead of per link would give 2.97 h)."""
+    n, month_h = 16384, 365.25 / 12 * 24
+    llama3_per_h = 419 / (54 * 24)
+    hpn_links_per_h = 2 * n * 0.00057 / month_h
+    hpn_tor_per_h = n / 16 * 0.00051 / month_h
+    both = reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"], links_per_gpu=2,
+                              gpus_per_switch=16)
+    assert both == pytest.approx(1 / (llama3_per_h + hpn_links_per_h + hpn_tor_per_h), rel=1e-9)
+    assert both == pytest.approx(2.8605, abs=5e-5)
+    single = reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"], links_per_gpu=1)
+    assert single == pytest.approx(1 / (llama3_per_h + hpn_links_per_h / 2 + hpn_tor_per_h),
+                                   rel=1e-9)
+
+
 def test_inventory_counts_whole_nodes_and_switches():
     inv = reliability.inventory([8, 9, 16384], gpus_per_node=8, gpus_per_switch=16)
     assert inv.nodes.tolist() == [1, 2, 2048] and inv.switches.tolist() == [1, 1, 1024]

@@ -1,0 +1,39 @@
+"""The planner's parts that mutation testing found unguarded, through its public API only
+(``plan.evaluate``, ``plan.search``, ``layout.RULES``); the planner's own tests are test_plan.py.
+"""
+
+import pytest
+from scaleout import plan
+
+#: A100 80GB SXM: 2,039 GB/s of HBM2e (NVIDIA A100 datasheet, 2021).
+A100_HBM_BYTES_S = 2039e9
+#: One Adam step with mixed precision reads the fp32 weight, momentum, variance and the fp16
+#: gradient (4 + 4 + 4 + 2 bytes) and writes the three states and the fp16 weight (12 + 2):
+#: 28 bytes of HBM traffic per parameter it updates (ZeRO Sec. 3.1's 16 bytes of state).
+ADAM_BYTES_PER_PARAM = 4 + 4 + 4 + 2 + 12 + 2
+
+
+def _optimizer_s(model: str, tp: int, pp: int, dp: int, zero_stage: int) -> tuple[float, float]:
+    """(optimizer seconds, parameters per GPU) of one plan on A100s."""
+    result = plan.evaluate(model, "A100", plan.Plan(tp=tp, pp=pp, dp=dp, micro_batch=1,
+                                                    global_batch=64 * dp, zero_stage=zero_stage))
+    # fp16 weights, 2 bytes each: unsharded below stage 3
+    params_per_gpu = result.memory["weights"] / 2 if zero_stage < 3 else float("nan")
+    return result.step["optimizer"], params_per_gpu
+
+
+@pytest.mark.parametrize(("model", "tp", "pp", "stages"), [
+    ("gpt3-175b", 8, 8, (0, 1)),        # ZeRO 2 and 3 exclude pipeline stages
+    ("megatron-7.5b", 8, 1, (0, 1, 2, 3)),
+])
+def test_optimizer_step_is_28_bytes_per_param_over_hbm_sharded_by_zero(model, tp, pp, stages):
+    """Without ZeRO every replica updates all its parameters: 28 B/param / HBM bandwidth,
+    whatever dp is. From stage 1 on each of the dp replicas updates 1/dp of them."""
+    seconds0, params = _optimizer_s(model, tp, pp, 2, 0)
+    hand = params * ADAM_BYTES_PER_PARAM / A100_HBM_BYTES_S
+    assert seconds0 == pytest.approx(hand, rel=1e-12)
+    for dp in (2, 4, 16):
+        assert _optimizer_s(model, tp, pp, dp, 0)[0] == pytest.approx(hand, rel=1e-12)
+        for stage in stages[1:]:
+            assert _optimizer_s(model, tp, pp, dp, stage)[0] == pytest.approx(hand / dp,
+                                                                               rel=1e-12)
