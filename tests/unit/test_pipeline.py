@@ -16,12 +16,14 @@ import pytest
 from scaleout import compute, memory, pipeline
 from scaleout.pipeline import B, F
 
-# (schedule, p, m, v) grids with free transfers and uniform stages
+# (schedule, p, m, v): the distinct non-trivial cases of the closed forms, free transfers and
+# uniform stages. One stage (no bubble), interleaving with v = 1 (1F1B's makespan) and other
+# backward times (the fraction does not depend on them) are checked once each, below.
 GRID = (
-    [("gpipe", p, m, 1) for p in (1, 2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16)]
-    + [("1f1b", p, m, 1) for p in (1, 2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16, 33)]
-    + [("interleaved", p, k * p, v) for p in (1, 2, 3, 4, 8) for k in (1, 2, 3, 4)
-       for v in (1, 2, 3, 4)]
+    [("gpipe", p, m, 1) for p in (2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16)]
+    + [("1f1b", p, m, 1) for p in (2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16, 33)]
+    + [("interleaved", p, k * p, v) for p in (2, 3, 4, 8) for k in (1, 2, 3, 4)
+       for v in (2, 3, 4)]
 )
 
 
@@ -38,14 +40,38 @@ def _index(t: pipeline.PipelineTimeline) -> dict[tuple[int, int, int], int]:
 
 # =========================================================================== closed forms
 @pytest.mark.parametrize(("schedule", "p", "m", "v"), GRID, ids=map(_ids, GRID))
-@pytest.mark.parametrize("backward", [2.0, 1.0])
-def test_bubble_equals_closed_form(schedule, p, m, v, backward):
+def test_bubble_equals_closed_form(schedule, p, m, v):
     """Free sends, equal stages: (p - 1)/m, and (p - 1)/(v m) interleaved (Narayanan 2.2)."""
-    t = pipeline.simulate(schedule, p, m, v, forward_s=1.0, backward_s=backward)
+    t = pipeline.simulate(schedule, p, m, v, forward_s=1.0, backward_s=2.0)
     want = (p - 1) / (v * m)
     assert t.bubble_fraction == pytest.approx(want, abs=1e-12)
     assert t.bubble_closed_form == pytest.approx(want, abs=1e-15)
-    assert t.ideal_s == pytest.approx(m * (1.0 + backward))
+    assert t.ideal_s == pytest.approx(m * 3.0)
+
+
+@pytest.mark.parametrize(("schedule", "v"), [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)])
+def test_bubble_fraction_does_not_depend_on_the_backward_time(schedule, v):
+    """The bubble is (p - 1) passes of each kind, the ideal m of each: their ratio keeps
+    (p - 1)/(v m) for a backward pass as long as, or three times, the forward one."""
+    for backward in (1.0, 3.0):
+        t = pipeline.simulate(schedule, 4, 8, v, forward_s=1.0, backward_s=backward)
+        assert t.bubble_fraction == pytest.approx(3 / (v * 8), abs=1e-12)
+        assert t.ideal_s == pytest.approx(8 * (1.0 + backward))
+
+
+def test_one_stage_has_no_bubble_and_v1_interleaving_is_1f1b():
+    """p = 1: nothing waits. Interleaving with one chunk per device finishes when 1F1B does."""
+    for schedule, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 1), ("interleaved", 3)):
+        for m in (1, 5):
+            t = pipeline.simulate(schedule, 1, m, v, forward_s=1.0, backward_s=2.0)
+            assert t.bubble_fraction == pytest.approx(0, abs=1e-12)
+            assert t.makespan_s == pytest.approx(m * 3.0)
+    for p in (2, 3, 4, 8):
+        for k in (1, 2, 3, 4):
+            assert pipeline.simulate("interleaved", p, k * p, 1).makespan_s == pytest.approx(
+                pipeline.simulate("1f1b", p, k * p).makespan_s)
+            assert pipeline.simulate("1f1b", p, k * p).makespan_s == pytest.approx(
+                (k * p + p - 1) * 3.0)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 4, 8])
