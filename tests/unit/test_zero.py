@@ -38,7 +38,15 @@ def test_exact_traffic_is_the_rings_bytes_of_each_collective(stage, dp):
 
 
 def test_traffic_is_array_friendly():
+    """A number in gives a float out; an array in gives the array of each element's traffic."""
     np.testing.assert_allclose(Z.zero_comm_elements(np.array([1e9, 2e9]), 3), [3e9, 6e9])
+    np.testing.assert_allclose(Z.zero_comm_elements(np.array([1e9, 2e9]), 1, 4),
+                               [1.5e9, 3e9])  # (4-1)/4 Ψ twice
+    np.testing.assert_allclose(Z.zero_comm_bytes(np.array([1e9, 2e9]), 0, 2), [2e9, 4e9])
+    np.testing.assert_allclose(Z.zero_comm_bytes(np.array([1e9, 2e9]), 3), [6e9, 12e9])
+    for value in (Z.zero_comm_elements(1e9, 3), Z.zero_comm_elements(1e9, 3, 4),
+                  Z.zero_comm_bytes(1e9, 3), Z.zero_comm_bytes(1e9, 0, 2)):
+        assert type(value) is float
 
 
 @pytest.mark.parametrize("fabric", [NodeNetwork(), NodeNetwork(hierarchical=False),
@@ -58,6 +66,7 @@ def test_comm_parts_name_the_collectives():
     assert list(parts) == ["all-gather (weights)", "all-gather (weights again, backward)",
                            "reduce-scatter (gradients)"]
     assert list(Z.zero_comm(PSI, 0, 64).parts_s) == ["all-reduce (gradients)"]
+    assert (Z.zero_comm(PSI, 2, 16).zero_stage, Z.zero_comm(PSI, 2, 16).dp) == (2, 16)
     assert Z.zero_comm(PSI, 2, 64).bytes_sent == Z.zero_comm_bytes(PSI, 2, 64)
 
 
@@ -95,6 +104,14 @@ def test_memory_table_stage_0_does_not_shrink():
     table = Z.zero_memory_table(PSI, [1, 8, 1024])
     np.testing.assert_allclose(table[:, 0], 16 * PSI)
     np.testing.assert_allclose(table[:, 3], 16 * PSI / np.array([1, 8, 1024]))
+
+
+def test_memory_table_follows_the_recipe():
+    """Megatron-LM's bf16 recipe (its distributed-optimizer docs): 2 + 4 + 12 = 18 bytes per
+    parameter, 6 + 12/d with the optimizer sharded; by hand for Ψ = 1e9 and d = 4:
+    18, 6 + 3 = 9, 2 + 16/4 = 6 and 18/4 = 4.5 GB."""
+    table = Z.zero_memory_table(1e9, [1, 4], recipe="megatron-bf16")
+    np.testing.assert_allclose(table, [[18e9] * 4, [18e9, 9e9, 6e9, 4.5e9]])
 
 
 def test_lowest_fitting_stage_is_the_first_that_fits():
