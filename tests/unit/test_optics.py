@@ -131,15 +131,53 @@ def test_technology_tradeoffs_as_data():
 @pytest.mark.parametrize("gbps", [100, 200, 400, 800, 1600])
 def test_never_offered_beyond_reach(length_m, gbps):
     offered = O.candidates(length_m, gbps)
-    assert all(m.reach_m >= length_m and m.serves(gbps) for m in offered)
-    reaching = [m for m in O.modules() if m.serves(gbps) and m.reach_m >= length_m]
-    assert {m.name for m in offered} == {m.name for m in reaching}
+    assert all(m.reach_m >= length_m for m in offered)
+    # a unit carries whole links only: its speed a multiple of the link's
+    assert all(m.speed_gbps % gbps == 0 for m in offered)
     # units of the link's own speed first; breakouts only after them
     own = [m.speed_gbps == gbps for m in offered]
     assert own == sorted(own, reverse=True)
     for choice in O.CHOICES:
-        if reaching:
+        if offered:
             assert O.choose(length_m, gbps, choice)[0].reach_m >= length_m
+
+
+# What serves one link, worked out by hand from data/optics.toml: each unit's speed, reach and
+# breakout (a 400G DR4 splits into 4 x 100G, a 1.6T DR8 into 8 x 200G, an 800G 2xFR4 into
+# 2 x 400G). A unit serves a link of g Gb/s when g divides its speed into whole links and is a
+# whole number of its breakout lanes; it is offered up to its reach.
+DSP_800_FROM_51M = {"800G DSP DR8", "800G DSP 2xFR4", "800G DSP 2xLR4", "800G LPO DR8",
+                    "800G NPO", "800G CPO"}
+HALF_16T_FROM_3M = {"1.6T DSP DR8", "1.6T DSP 2xFR4", "1.6T DSP DR16 (112G lanes)",
+                    "1.6T LPO DR8", "1.6T NPO", "1.6T CPO"}
+BY_HAND = {
+    (3, 800): DSP_800_FROM_51M | {"800G DSP SR8", "800G DAC", "800G ACC"} | HALF_16T_FROM_3M,
+    (4, 800): DSP_800_FROM_51M | {"800G DSP SR8", "800G ACC"} | HALF_16T_FROM_3M,
+    (50, 800): DSP_800_FROM_51M | {"800G DSP SR8"} | HALF_16T_FROM_3M,
+    (51, 800): DSP_800_FROM_51M | HALF_16T_FROM_3M,
+    (500, 800): DSP_800_FROM_51M | HALF_16T_FROM_3M,
+    (501, 800): {"800G DSP 2xFR4", "800G DSP 2xLR4", "1.6T DSP 2xFR4"},
+    (2001, 800): {"800G DSP 2xLR4"},
+    (10001, 800): set(),
+    (1, 1600): HALF_16T_FROM_3M | {"1.6T DAC", "1.6T ACC"},
+    (1.5, 1600): HALF_16T_FROM_3M | {"1.6T ACC"},
+    (2.5, 1600): HALF_16T_FROM_3M,
+    (501, 1600): {"1.6T DSP 2xFR4"},
+    (2001, 1600): set(),
+    (600, 400): {"400G DSP FR4", "800G DSP 2xFR4", "800G DSP 2xLR4"},
+    (3000, 400): {"800G DSP 2xLR4"},
+    (100, 200): {"400G DSP DR4", "800G DSP DR8", "800G LPO DR8", "800G NPO", "800G CPO",
+                 "1.6T DSP DR8", "1.6T DSP DR16 (112G lanes)", "1.6T LPO DR8", "1.6T NPO",
+                 "1.6T CPO"},
+    (600, 200): set(),
+    (40, 100): {"400G DSP SR4", "400G DSP DR4", "800G DSP SR8", "800G DSP DR8", "800G LPO DR8",
+                "800G NPO", "800G CPO", "1.6T DSP DR16 (112G lanes)"},
+}
+
+
+@pytest.mark.parametrize(("length_m", "gbps"), list(BY_HAND), ids=str)
+def test_candidates_are_the_units_worked_out_by_hand(length_m, gbps):
+    assert {m.name for m in O.candidates(length_m, gbps)} == BY_HAND[length_m, gbps]
 
 
 def test_candidates_ranked_by_link_cost_or_power():
