@@ -237,9 +237,13 @@ def test_real_fits_describe_the_large_messages(name):
     assert fit.median_rel_error < ALL_BOUND[name]
     assert fit.latency_s > 0 and fit.bandwidth_bound.sum() >= 5
     # ring (and all-gather) move bytes_per_gpu = busbw-factor x S, so B is the busbw at which
-    # the sweep saturates: within 20 % of the busbw measured at the largest size
+    # the sweep saturates: within 4 % of the busbw measured at the largest size, except where
+    # the busbw still climbs at the end (see BW_BOUND): the 8 x H100 node (480 GB/s at 16 GiB
+    # with NVLink SHARP, 8 % above the fit) and the PCIe all-gather (3.2 to 3.8 GB/s, 17 %)
     last_busbw = K.load_log(name).column("busbw_gbytes_s", "best")[-1]
-    assert fit.bandwidth_gbytes_s == pytest.approx(last_busbw, rel=0.2)
+    climbs = {"nvidia_h100_8gpu_1node_nvswitch_all_reduce": 0.09,
+              "nvidia_rtx2080ti_2gpu_pcie_all_gather": 0.18}
+    assert fit.bandwidth_gbytes_s == pytest.approx(last_busbw, rel=climbs.get(name, 0.04))
     assert fit.crossover_bytes == pytest.approx(
         C.crossover_bytes(fit.op, fit.n, fit.link, fit.algorithm))
 

@@ -44,10 +44,15 @@ def test_llama3_cluster_reproduces_one_failure_every_three_hours():
     assert parts["GPU HBM3 memory"] * LLAMA3_HOURS == pytest.approx(72)
 
 
-@pytest.mark.parametrize(("gpus", "hours"), [(16384, 1.8), (131072, 0.23)])
-def test_kokolis_projected_mttf(gpus, hours):
-    """Kokolis et al. project 1.8 h at 16,384 GPUs and 0.23 h at 131,072 (RSC-1 rate)."""
-    assert reliability.mtbf_h(gpus, "meta-rsc1") == pytest.approx(hours, abs=0.006)
+@pytest.mark.parametrize(("gpus", "hours", "half_digit"), [(16384, 1.8, 0.05),
+                                                          (131072, 0.23, 0.005)])
+def test_kokolis_projected_mttf(gpus, hours, half_digit):
+    """Kokolis et al. project 1.8 h at 16,384 GPUs and 0.23 h at 131,072 (RSC-1 rate): equal
+    at the printed precision (half a unit of the last digit printed), and exactly the hand
+    figure from RSC-1's 6.5 node failures per 1,000 node-days on 8-GPU nodes."""
+    mtbf = reliability.mtbf_h(gpus, "meta-rsc1")
+    assert mtbf == pytest.approx(hours, abs=half_digit)
+    assert mtbf == pytest.approx(24 / (gpus / 8 * 6.5 / 1000), rel=1e-12)
 
 
 def test_mtbf_falls_as_one_over_n():
@@ -238,7 +243,9 @@ def test_restart_times_by_option():
 def test_elastic_capacity_limits_and_first_order():
     tau, d, m, r = 600.0, 10.0, 3 * HOUR, 60.0
     assert reliability.elastic_capacity(tau, d, m, r, repair_s=0.0, dp=64) == 1.0
-    # short segments: kept compute sees about M/M + T/M replicas out, i.e. ~T/M (+ a bit)
+    # short segments: kept compute sees about M/M + T/M replicas out, i.e. ~T/M (+ a bit);
+    # the first-order share 8/64 of replicas out (24 h of repair / 3 h between failures, over
+    # 64 replicas) is what is checked, so rel=0.02 leaves room for the higher-order terms
     cap = reliability.elastic_capacity(tau, d, m, r, repair_s=24 * HOUR, dp=64)
     assert 1 - cap == pytest.approx(8 / 64, rel=0.02)
     big = reliability.elastic_capacity(tau, d, m, r, repair_s=24 * HOUR, dp=64_000)
