@@ -138,3 +138,21 @@ def test_lowest_fitting_stage_is_the_first_that_fits():
 def test_bad_input(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
+
+
+# --------------------------------------------------------------------------- who holds what
+def test_partition_slices_by_hand():
+    """ZeRO Sec. 5.1's equal partitions, contiguous; 10 parameters over 4 GPUs: the first
+    10 mod 4 = 2 GPUs keep 3, the others 2. Stage 1 shards only the optimizer state; with as
+    many GPUs as parameters each keeps one. The slices are read-only."""
+    part = Z.partition(10, 3, 4)
+    assert (part.params, part.zero_stage, part.dp) == (10, 3, 4)
+    for name in Z.STATE_PARTS:
+        assert part.ranges[name].tolist() == [[0, 3], [3, 6], [6, 8], [8, 10]]
+        assert part.count(name).tolist() == [3, 3, 2, 2] and part.sharded(name)
+    one_each = Z.partition(4, 1, 4)
+    assert one_each.ranges["optimizer"].tolist() == [[0, 1], [1, 2], [2, 3], [3, 4]]
+    assert one_each.ranges["weights"].tolist() == [[0, 4]] * 4
+    assert not one_each.sharded("grads") and one_each.sharded("optimizer")
+    with pytest.raises(ValueError, match="read-only"):
+        part.ranges["weights"][0, 0] = 1
