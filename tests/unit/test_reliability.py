@@ -1,5 +1,6 @@
 """scaleout.reliability against published figures, closed forms and its own Monte Carlo."""
 
+import inspect
 import math
 import re
 
@@ -215,6 +216,18 @@ def test_segment_wall_time_closed_form():
 def test_lost_work_tends_to_half_a_segment():
     assert reliability.expected_lost_work_s(100.0, 10.0, 1e9) == pytest.approx(55.0, rel=1e-6)
     assert reliability.expected_lost_work_s(3600.0, 60.0, 3600.0) < 1830.0
+
+
+@pytest.mark.parametrize(("interval_s", "delta_s"), [(HOUR, 5 * MIN), (100 * HOUR, HOUR)])
+def test_daly_expected_run_time_by_hand(interval_s, delta_s):
+    """Daly 2006 Eq. 13: T = M e^(R/M) (e^((tau + delta)/M) - 1) W / tau, with the checkpoint
+    in the exponent; x = (tau + delta)/M = 0.47 and 33.7 (past the switch to the log form)."""
+    w, m, r = 10 * DAY, 3 * HOUR, 10 * MIN
+    hand = m * math.exp(r / m) * math.expm1((interval_s + delta_s) / m) * w / interval_s
+    got = reliability.expected_run_time_s(w, interval_s, delta_s, m, r)
+    assert got == pytest.approx(hand, rel=1e-12)
+    assert reliability.log10_expected_run_time_s(w, interval_s, delta_s, m, r) == \
+        pytest.approx(math.log10(hand), rel=1e-12)
 
 
 def test_no_checkpoints_anti_pattern():
@@ -475,3 +488,41 @@ def test_events_need_a_cluster_size(tmp_path, data_text):
             "counting 'events' per node needs a study with gpus, days and gpus_per_node; "
             "study 'opt-175b' lacks days, gpus_per_node")):
         reliability.load_failures(path)
+
+
+# ------------------------------------------------------------------ bad numbers, by name
+_GOOD = {"interval_s": 3600.0, "delta_s": 60.0, "mtbf_s": 10800.0, "restart_s": 600.0,
+         "repair_s": 7200.0, "dp": 64, "horizon_s": 30 * DAY, "work_s": 10 * DAY,
+         "n_gpus": 1024, "stall_s": 600.0, "n": 8, "mean": 1.0, "n_hosts": 100,
+         "slow_fraction": 0.01, "slowdown": 0.1, "node_failures_per_h": 0.5, "risk": 1e-3,
+         "base_s": 1.0, "jitter": 0.05}
+_CHECKED = {  # function: the parameters it must refuse by name when negative
+    "daly_interval_s": ("delta_s", "mtbf_s"), "young_interval_s": ("delta_s", "mtbf_s"),
+    "exact_optimal_interval_s": ("delta_s", "mtbf_s"),
+    "elastic_capacity": ("mtbf_s", "restart_s", "repair_s"),
+    "elastic_viable": ("mtbf_s", "repair_s"),
+    "expected_goodput_finite": ("horizon_s", "mtbf_s", "restart_s"),
+    "expected_lost_work_s": ("mtbf_s",), "expected_max_exponential": ("mean",),
+    "expected_run_time_s": ("work_s",), "goodput_first_order": ("mtbf_s", "restart_s"),
+    "idle_gpu_hours": ("stall_s",),
+    "log10_expected_run_time_s": ("work_s", "mtbf_s", "restart_s"),
+    "segment_wall_time_s": ("interval_s", "delta_s", "mtbf_s", "restart_s"),
+    "slow_host_step_factor": ("slow_fraction", "slowdown"),
+    "spares_needed": ("node_failures_per_h", "repair_s", "risk"),
+    "straggler_step_mc": ("base_s", "jitter"), "straggler_step_time_s": ("base_s", "jitter"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CHECKED))
+def test_a_negative_number_is_refused_naming_its_parameter(name):
+    """Every duration, rate or share below zero is a ValueError that names the parameter
+    (and, for a mean time between failures, says what one is)."""
+    func = getattr(reliability, name)
+    params = inspect.signature(func).parameters
+    good = {p: _GOOD[p] for p in params if p in _GOOD}
+    func(**good)  # the good values are accepted
+    for bad in _CHECKED[name]:
+        with pytest.raises(ValueError, match=rf"(^|\W){bad}\b") as exc:
+            func(**{**good, bad: -1.0})
+        if bad == "mtbf_s":
+            assert str(exc.value).endswith("a mean time between failures is a positive duration")
