@@ -3,7 +3,7 @@
 """
 
 import pytest
-from scaleout import plan
+from scaleout import memory, plan
 
 #: A100 80GB SXM: 2,039 GB/s of HBM2e (NVIDIA A100 datasheet, 2021).
 A100_HBM_BYTES_S = 2039e9
@@ -37,3 +37,16 @@ def test_optimizer_step_is_28_bytes_per_param_over_hbm_sharded_by_zero(model, tp
         for stage in stages[1:]:
             assert _optimizer_s(model, tp, pp, dp, stage)[0] == pytest.approx(hand / dp,
                                                                                rel=1e-12)
+
+
+def test_uneven_stages_hold_the_rounded_up_layer_count():
+    """Llama 3 70B's 80 layers on 3 stages (uneven_layers=True): the busiest stage holds
+    ceil(80/3) = 27 layers, plus the output layer and final norm on the last stage (untied
+    embeddings, same size as the input one); fp16 weights are 2 bytes per parameter over tp."""
+    parts = memory.param_breakdown("llama3-70b")
+    layers = parts["layers"] * 27 / 80
+    last = layers + parts["final_norm"] + parts["output"]
+    assert last > layers + parts["embedding"] + parts["positions"]
+    result = plan.evaluate("llama3-70b", "H100", plan.Plan(tp=8, pp=3, dp=2, micro_batch=1,
+                                                           global_batch=64), uneven_layers=True)
+    assert result.memory["weights"] == pytest.approx(2 * last / 8, rel=1e-12)
