@@ -526,3 +526,24 @@ def test_a_negative_number_is_refused_naming_its_parameter(name):
             func(**{**good, bad: -1.0})
         if bad == "mtbf_s":
             assert str(exc.value).endswith("a mean time between failures is a positive duration")
+
+
+def test_recovery_options_count_spares_only_where_they_are_kept():
+    """1,024 GPUs with 16 idle spares: only the spares option pays for them, so its goodput
+    per owned GPU is goodput x 1024/1040; restart and elastic own just the 1,024. Each option's
+    restart time is its own sum (detect + wait + restore + init; spares and elastic skip the
+    wait), and Daly's goodput at that restart time."""
+    kw = dict(detect_s=60.0, restore_s=120.0, init_s=180.0, replace_s=3600.0,
+              repair_s=4 * HOUR, n_gpus=1024, dp=64)
+    out = reliability.compare_recovery(HOUR, 60.0, 3 * HOUR, spare_gpus=16, **kw)
+    assert list(out) == ["restart", "spares", "elastic"]
+    assert [r.option for r in out.values()] == list(out)
+    assert [r.restart_s for r in out.values()] == [3960.0, 360.0, 360.0]
+    assert [r.spare_gpus for r in out.values()] == [0, 16, 0]
+    for option, result in out.items():
+        assert result.goodput == pytest.approx(
+            reliability.goodput(HOUR, 60.0, 3 * HOUR, result.restart_s) * result.capacity)
+        share = 1024 / 1040 if option == "spares" else 1.0
+        assert result.per_owned_gpu == pytest.approx(result.goodput * share, rel=1e-12)
+    no_spares = reliability.compare_recovery(HOUR, 60.0, 3 * HOUR, **kw)["spares"]
+    assert no_spares.spare_gpus == 0 and no_spares.per_owned_gpu == no_spares.goodput
