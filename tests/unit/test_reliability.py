@@ -1,6 +1,7 @@
 """scaleout.reliability against published figures, closed forms and its own Monte Carlo."""
 
 import inspect
+import itertools
 import math
 import re
 
@@ -354,6 +355,43 @@ def test_timeline_is_one_repetition_of_the_simulation():
     assert tl.start_s[order][0] == 0 and tl.end_s[order][-1] == pytest.approx(5 * DAY)
     assert np.allclose(tl.start_s[order][1:], tl.end_s[order][:-1])
     assert set(tl.kind) <= {"compute", "checkpoint", "lost", "restart", "unfinished"}
+
+
+def _timeline_by_hand(failures, horizon, tau, delta, restart):
+    """A plain loop over the failure times: after each failure a restart, then whole
+    (compute, checkpoint) segments while they fit before the next failure, the rest lost (or
+    unfinished at the horizon). Zero-length bars are left out."""
+    bars, edges = [], [0.0, *failures, horizon]
+    for i, (start, end) in enumerate(itertools.pairwise(edges)):
+        t = start
+        if i > 0:
+            bars.append(("restart", start, min(start + restart, end)))
+            t = start + restart
+        while t + tau + delta <= end:
+            bars += [("compute", t, t + tau), ("checkpoint", t + tau, t + tau + delta)]
+            t += tau + delta
+        if t < end:
+            bars.append(("unfinished" if end == horizon else "lost", t, end))
+    return sorted((a, b, k) for k, a, b in bars if b > a)
+
+
+@pytest.mark.parametrize(("seed", "restart_s"), [(4, 600.0), (11, 0.0), (2, 4 * HOUR)])
+def test_timeline_bars_equal_a_plain_loop_over_its_failures(seed, restart_s):
+    horizon, m = 2 * DAY, 3 * HOUR
+    tl = reliability.simulate_timeline(horizon, HOUR, 60.0, m, restart_s, seed=seed)
+    assert len(tl.failures_s) >= 3 and tl.horizon_s == horizon
+    got = sorted(zip(tl.start_s.tolist(), tl.end_s.tolist(), tl.kind.tolist(), strict=True))
+    want = _timeline_by_hand(tl.failures_s.tolist(), horizon, HOUR, 60.0, restart_s)
+    assert [k for *_, k in got] == [k for *_, k in want]
+    np.testing.assert_allclose([(a, b) for a, b, _ in got], [(a, b) for a, b, _ in want],
+                               rtol=0, atol=1e-6)
+
+
+def test_timeline_defaults_are_no_restart_time_and_seed_0():
+    a = reliability.simulate_timeline(DAY, HOUR, 60.0, 3 * HOUR)
+    b = reliability.simulate_timeline(DAY, HOUR, 60.0, 3 * HOUR, 0.0, seed=0)
+    assert np.array_equal(a.failures_s, b.failures_s) and np.array_equal(a.end_s, b.end_s)
+    assert "restart" not in set(a.kind)
 
 
 # =========================================================================== stragglers
