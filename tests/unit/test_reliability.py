@@ -422,6 +422,10 @@ def test_synchronous_step_waits_for_the_slowest(dist):
 def test_one_slow_host_slows_everyone():
     assert reliability.slow_host_step_factor(1, 0.01, 0.1) == pytest.approx(1.001)
     assert reliability.slow_host_step_factor(10_000, 0.01, 0.1) == pytest.approx(1.1, abs=1e-12)
+    # every host slow (p = 1): the step is 1 + slowdown; a share above 1 is no probability
+    assert reliability.slow_host_step_factor(4, 1.0, 0.1) == pytest.approx(1.1, rel=1e-15)
+    with pytest.raises(ValueError, match="slow_fraction must be a probability from 0 to 1"):
+        reliability.slow_host_step_factor(4, 1.5, 0.1)
 
 
 # =========================================================================== bad input
