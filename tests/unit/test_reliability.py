@@ -532,6 +532,14 @@ def test_events_need_a_cluster_size(tmp_path, data_text):
         reliability.load_failures(path)
 
 
+def test_straggler_monte_carlo_is_the_max_of_each_steps_draws():
+    """By default 2,000 steps from seed 0: each the base time times 1 + the largest of the
+    n GPUs' exponential delays, drawn step after step from one generator."""
+    draws = np.random.default_rng(0).exponential(0.05, (2000, 64))
+    want = 1.5 * (1 + draws.max(axis=1))
+    np.testing.assert_array_equal(reliability.straggler_step_mc(64, 1.5, 0.05), want)
+
+
 # ------------------------------------------------------------------ bad numbers, by name
 _GOOD = {"interval_s": 3600.0, "delta_s": 60.0, "mtbf_s": 10800.0, "restart_s": 600.0,
          "repair_s": 7200.0, "dp": 64, "horizon_s": 30 * DAY, "work_s": 10 * DAY,
