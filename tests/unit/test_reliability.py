@@ -532,6 +532,32 @@ def test_events_need_a_cluster_size(tmp_path, data_text):
         reliability.load_failures(path)
 
 
+def test_loading_the_shipped_file_directly_gives_its_tables(data_dir):
+    """load_failures() on data/failures.toml: the five studies, Llama 3's Table 5 rows adding
+    up to its 419 interruptions, and the figures (the functions above read a cached copy)."""
+    data = reliability.load_failures(data_dir / "failures.toml")
+    assert list(data.studies) == ["llama3-405b", "meta-rsc1", "meta-rsc2", "opt-175b",
+                                  "alibaba-hpn"]
+    llama = [f.value for f in data.failures.values() if f.study == "llama3-405b"]
+    assert sum(llama) == 419
+    assert data.figures["llama3-storage-sustained"].si == 2e12
+
+
+def test_harmonic_numbers_against_exact_sums():
+    """H_n = 1 + 1/2 + ... + 1/n summed exactly (math.fsum), either side of the switch to the
+    asymptotic series at n = 64; the series' first omitted term is below 1e-13 there."""
+    for n in (1, 2, 63, 64, 65, 100, 1000, 12_345):
+        assert reliability.harmonic_number(n) == pytest.approx(
+            math.fsum(1 / k for k in range(1, n + 1)), rel=1e-13), n
+    assert reliability.expected_max_exponential(1000) == pytest.approx(
+        math.fsum(1 / k for k in range(1, 1001)), rel=1e-13)  # the default mean is 1
+
+
+def test_straggler_without_jitter_keeps_the_shape_of_n():
+    out = reliability.straggler_step_time_s(np.array([[8, 64], [512, 4096]]), 1.5, 0.0)
+    np.testing.assert_array_equal(out, np.full((2, 2), 1.5))
+
+
 def test_straggler_monte_carlo_is_the_max_of_each_steps_draws():
     """By default 2,000 steps from seed 0: each the base time times 1 + the largest of the
     n GPUs' exponential delays, drawn step after step from one generator."""
