@@ -100,3 +100,29 @@ def test_bad_input(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
 
+
+
+def test_crossovers_of_other_algorithms_by_hand():
+    """α = 1 µs, B = 50 GB/s, n = 64. A double binary tree's all-reduce takes 12 steps and
+    sends 2S: latency and bandwidth terms meet at S* = 12αB/2 = 300 kB. Tree against ring:
+    12α + 2S/B = 126α + (126/64)S/B at S = (126 - 12)·αB / (2 - 126/64) = 182.4 MB. SHARP
+    (2 steps, S) beats the ring at every size: no crossover."""
+    ab = C.AlphaBeta(1e-6, 50e9)
+    assert C.crossover_bytes("all_reduce", 64, ab, "tree") == pytest.approx(3e5, rel=1e-12)
+    assert C.algorithm_crossover_bytes("all_reduce", 64, ab, "tree", "ring") == \
+        pytest.approx(1.824e8, rel=1e-12)
+    assert math.isnan(C.algorithm_crossover_bytes("all_reduce", 64, ab, "ring", "sharp"))
+
+
+def test_nccl_tests_prediction_of_a_tree_and_a_network_label():
+    """A tree all-reduce of 1 GB on 64 GPUs at α = 1 µs, B = 50 GB/s: 12 µs + 2 GB / B =
+    40.012 ms, algbw = S/t, busbw = algbw · 2(n-1)/n (NCCL-tests PERFORMANCE.md)."""
+    ab = C.AlphaBeta(1e-6, 50e9)
+    pred = C.nccl_tests_prediction("all_reduce", 1e9, 64, ab, "tree")
+    t = 12e-6 + 2e9 / 50e9
+    assert pred["time_us"] == pytest.approx(t * 1e6, rel=1e-12)
+    assert pred["algbw_gbytes_s"] == pytest.approx(1e9 / t / 1e9, rel=1e-12)
+    assert pred["busbw_gbytes_s"] == pytest.approx(1 / t * 126 / 64, rel=1e-12)
+    net = C.NodeNetwork(intra=C.AlphaBeta(2.5e-6, 42e9), inter=C.AlphaBeta(5e-6, 25e9))
+    assert net.label == ("8 × α=2.5 µs, B=42 GB/s per node, α=5 µs, B=25 GB/s between nodes "
+                         "(hierarchical)")
