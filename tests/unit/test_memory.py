@@ -94,3 +94,20 @@ def test_training_memory_refuses_splits_the_model_does_not_have():
         memory.training_memory(GPT3, tp=5)
     with pytest.raises(ValueError, match=r"pp=5"):
         memory.training_memory(GPT3, pp=5)
+
+
+def test_tensor_parallel_without_sequence_parallelism_by_default():
+    """tp = 8 alone: Table 2's second row, sbh(10 + 24/t + 5as/(ht)), the 10sbh outside the
+    tensor-parallel region not split."""
+    t, s, h, a = 8, 2048, 12288, 96
+    row = s * h * (10 + 24 / t + 5 * a * s / (h * t))
+    assert memory.activation_bytes(GPT3, 1, tp=t) == pytest.approx(96 * row, rel=1e-12)
+    assert memory.training_memory(GPT3, tp=t).activations == pytest.approx(96 * row, rel=1e-12)
+
+
+def test_activation_modes_defaults_one_sequence_on_eight_gpus():
+    """Notebook 02's table by default: one sequence, t = 8, at the length asked for."""
+    s, h, a = 4096, 12288, 96
+    rows = memory.activation_modes(GPT3, seq_len=s)
+    assert rows["no parallelism"] == pytest.approx(table2_none(s, 1, h, a), rel=1e-12)
+    assert rows["TP + SP + selective recompute"] == pytest.approx(s * h * 34 / 8, rel=1e-12)
