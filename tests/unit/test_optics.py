@@ -493,3 +493,32 @@ def test_added_latency_two_modules_per_link():
     assert O.added_latency_ns("800G DAC", links=2) == 0
     with pytest.raises(ValueError, match="links must be a whole number >= 0, got -1"):
         O.added_latency_ns("800G DSP DR8", links=-1)
+
+
+def test_sweep_passes_lane_class_and_copper_and_adds_groups_of_one_name():
+    """Two sizes of a fabric of 2 m rack links and 300 m spine links at 1.6 Tb/s, on 112G
+    lanes and without copper: the only such unit is the DR16 module (16 lanes, 32 fibres per
+    link). Two spine groups at the second size add up (4 + 6 links). Per size by hand:
+    transceivers 2 x (10 + 4) = 28 and 2 x (20 + 10) = 60, fibres 32 x 14 and 32 x 30."""
+    sets = [[Group("rack", 10, 2.0, 1600), Group("spine", 4, 300.0, 1600)],
+            [Group("rack", 20, 2.0, 1600), Group("spine", 4, 300.0, 1600),
+             Group("spine", 6, 300.0, 1600)]]
+    s = O.sweep_link_groups(sets, lane_gbps=112, copper=False)
+    assert s.choice == "auto" and s.group_names == ("rack", "spine")
+    assert [m.name for m in s.modules] == ["1.6T DSP DR16 (112G lanes)"] * 2
+    assert s.fell_back == (False, False)
+    assert s.counts.tolist() == [[10, 4], [20, 10]] and s.counts.dtype.kind == "i"
+    assert s.transceivers.tolist() == [28, 60] and s.fibres.tolist() == [448, 960]
+    # on any lanes, 2 m at 1.6T is a 2 m active copper cable unless copper is ruled out
+    assert O.sweep_link_groups(sets).modules[0].name == "1.6T ACC"
+    assert O.sweep_link_groups(sets, copper=False).modules[0].technology not in O.COPPER
+
+
+def test_lanes_and_fibres_round_up_to_whole_ones():
+    """800 Gb/s on 112G lanes: 8 lanes; three wavelengths per fibre carry them on
+    ceil(8/3) = 3 fibres each way, 6 in all. Arrays come back as whole numbers."""
+    assert O.fibres_needed(800, 112, wavelengths_per_fibre=3) == 6
+    lanes = O.lanes_needed(np.array([800, 1600]), 112)
+    assert lanes.tolist() == [8, 16] and lanes.dtype.kind == "i"
+    assert O.generation_cost_ratio() == O.module("1.6T DSP DR8").relative_cost / \
+        O.module("800G DSP DR8").relative_cost == pytest.approx(1.3)
