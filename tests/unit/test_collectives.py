@@ -126,3 +126,28 @@ def test_nccl_tests_prediction_of_a_tree_and_a_network_label():
     net = C.NodeNetwork(intra=C.AlphaBeta(2.5e-6, 42e9), inter=C.AlphaBeta(5e-6, 25e9))
     assert net.label == ("8 × α=2.5 µs, B=42 GB/s per node, α=5 µs, B=25 GB/s between nodes "
                          "(hierarchical)")
+
+
+def test_a_tree_between_nodes_by_hand():
+    """2 nodes of 8 GPUs, NVLink-like inside (1 µs, 400 GB/s), a network port per GPU between
+    them (5 µs, 50 GB/s), 1 GB all-reduced with a double binary tree across nodes.
+    Flat over all 16 GPUs: 2 log2(16) = 8 steps and 2S on the network: 8 x 5 µs + 2 GB/B.
+    Hierarchical: a ring reduce-scatter in the node (7 steps, 7/8 S), a tree all-reduce of S/8
+    between the 2 nodes (2 steps, 2 S/8), a ring all-gather in the node (as the first)."""
+    intra, inter = C.AlphaBeta(1e-6, 400e9), C.AlphaBeta(5e-6, 50e9)
+    flat = C.NodeNetwork(intra, inter, 8, hierarchical=False, inter_algorithm="tree")
+    assert flat.time("all_reduce", 1e9, 16) == pytest.approx(8 * 5e-6 + 2e9 / 50e9, rel=1e-12)
+    tiered = C.NodeNetwork(intra, inter, 8, inter_algorithm="tree")
+    ring_half = 7e-6 + 7 / 8 * 1e9 / 400e9
+    tree_across = 2 * 5e-6 + 2 * 1.25e8 / 50e9
+    assert tiered.time("all_reduce", 1e9, 16) == pytest.approx(2 * ring_half + tree_across,
+                                                              rel=1e-12)
+
+
+def test_schedules_name_their_algorithm_and_phases_and_count_whole_chunks():
+    """Rabenseifner on 8 GPUs: log2 8 = 3 halving steps of reduce-scatter, then 3 doubling
+    steps of all-gather; chunk counts are whole numbers."""
+    s = C.halving_doubling_schedule(8)
+    assert s.algorithm == "halving_doubling"
+    assert s.phase == ("reduce-scatter",) * 3 + ("all-gather",) * 3
+    assert s.contributors.dtype.kind == s.chunks_sent().dtype.kind == "i"
