@@ -111,3 +111,15 @@ def test_activation_modes_defaults_one_sequence_on_eight_gpus():
     rows = memory.activation_modes(GPT3, seq_len=s)
     assert rows["no parallelism"] == pytest.approx(table2_none(s, 1, h, a), rel=1e-12)
     assert rows["TP + SP + selective recompute"] == pytest.approx(s * h * 34 / 8, rel=1e-12)
+
+
+def test_llama3_8b_parameters_by_hand():
+    """No biases, RMSNorm (one weight per channel), GQA and SwiGLU: per layer 2h² (Q, O) +
+    2h·h_kv (K, V; h_kv = 8 heads x 128) + 3hf (gate, up, down) + 2h (two norms); untied
+    input and output embeddings V·h each, and a final norm: 8,030,261,248, the count of the
+    released checkpoint."""
+    h, h_kv, f, layers, vocab = 4096, 1024, 14336, 32, 128256
+    per_layer = 2 * h * h + 2 * h * h_kv + 3 * h * f + 2 * h
+    total = layers * per_layer + 2 * vocab * h + h
+    assert total == 8_030_261_248
+    assert memory.param_count("llama3-8b") == total
