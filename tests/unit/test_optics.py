@@ -509,6 +509,7 @@ def test_sweep_passes_lane_class_and_copper_and_adds_groups_of_one_name():
     assert s.fell_back == (False, False)
     assert s.counts.tolist() == [[10, 4], [20, 10]] and s.counts.dtype.kind == "i"
     assert s.transceivers.tolist() == [28, 60] and s.fibres.tolist() == [448, 960]
+    assert {a.dtype.kind for a in (s.transceivers, s.cables, s.fibres)} == {"i"}
     # on any lanes, 2 m at 1.6T is a 2 m active copper cable unless copper is ruled out
     assert O.sweep_link_groups(sets).modules[0].name == "1.6T ACC"
     assert O.sweep_link_groups(sets, copper=False).modules[0].technology not in O.COPPER
