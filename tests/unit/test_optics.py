@@ -523,3 +523,15 @@ def test_lanes_and_fibres_round_up_to_whole_ones():
     assert lanes.tolist() == [8, 16] and lanes.dtype.kind == "i"
     assert O.generation_cost_ratio() == O.module("1.6T DSP DR8").relative_cost / \
         O.module("800G DSP DR8").relative_cost == pytest.approx(1.3)
+
+
+def test_copper_choice_follows_the_lane_class_and_a_bill_its_copper_switch():
+    """A 2 m link at 800G is a passive cable, chosen without falling back; at 1.6T on 112G
+    lanes there is no such cable, so the 112G-lane optical module it is. A bill without
+    copper puts a 1.6T rack link on optics: 2 transceivers and 16 fibres per link."""
+    assert O.choose(2, 800) == (O.module("800G DAC"), False)
+    assert O.choose(1.5, 1600, lane_gbps=112) == (O.module("1.6T DSP DR16 (112G lanes)"), False)
+    bill = O.fabric_bill([Group("rack", 10, 2.0, 1600)], copper=False)
+    rack = bill.groups[0]
+    assert (rack.name, rack.count, rack.length_m, rack.gbps) == ("rack", 10, 2.0, 1600)
+    assert rack.module.is_optical and (rack.transceivers, rack.fibres) == (20, 160)
