@@ -535,3 +535,14 @@ def test_copper_choice_follows_the_lane_class_and_a_bill_its_copper_switch():
     rack = bill.groups[0]
     assert (rack.name, rack.count, rack.length_m, rack.gbps) == ("rack", 10, 2.0, 1600)
     assert rack.module.is_optical and (rack.transceivers, rack.fibres) == (20, 160)
+
+
+def test_a_unit_built_in_code_is_checked_like_a_catalog_entry():
+    """dataclasses.replace runs the same checks as the loader, naming the unit."""
+    with pytest.raises(ValueError, match=r"^Module '800G LPO DR8': field 'technology' must be "
+                                         r"one of 'dsp'"):
+        dataclasses.replace(O.module("800G LPO DR8"), technology="xpo")
+    with pytest.raises(ValueError, match=r"^Technology 'dac': field 'kind' must be 'copper', "
+                                         r"got 'optical'"):
+        dataclasses.replace(O.technology("dac"), kind="optical")
+    assert dataclasses.replace(O.technology("dac"), kind="copper") == O.technology("dac")
