@@ -151,3 +151,50 @@ def test_schedules_name_their_algorithm_and_phases_and_count_whole_chunks():
     assert s.algorithm == "halving_doubling"
     assert s.phase == ("reduce-scatter",) * 3 + ("all-gather",) * 3
     assert s.contributors.dtype.kind == s.chunks_sent().dtype.kind == "i"
+
+
+def _hand_costs(n: int) -> dict[tuple[str, str], tuple[int, float]]:
+    """(latency steps, bytes each GPU sends per byte of S) from the papers, n > 1:
+    rings (Patarasuk & Yuan 2009; a pipelined chain for broadcast and reduce), NCCL's double
+    binary tree, Thakur et al. 2005 Sec. 4 (recursive halving and doubling, binomial-tree
+    broadcast and reduce: lg steps of S each) and SHARP (Graham et al. 2016: S up, S down)."""
+    lg, f = math.ceil(math.log2(n)), (n - 1) / n
+    return {
+        ("all_reduce", "ring"): (2 * (n - 1), 2 * f), ("reduce_scatter", "ring"): (n - 1, f),
+        ("all_gather", "ring"): (n - 1, f), ("all_to_all", "ring"): (n - 1, f),
+        ("broadcast", "ring"): (n - 1, 1.0), ("reduce", "ring"): (n - 1, 1.0),
+        ("all_reduce", "tree"): (2 * lg, 2.0), ("broadcast", "tree"): (lg, 1.0),
+        ("reduce", "tree"): (lg, 1.0),
+        ("all_reduce", "halving_doubling"): (2 * lg, 2 * f),
+        ("reduce_scatter", "halving_doubling"): (lg, f),
+        ("all_gather", "halving_doubling"): (lg, f),
+        ("broadcast", "halving_doubling"): (lg, float(lg)),
+        ("reduce", "halving_doubling"): (lg, float(lg)),
+        ("all_reduce", "sharp"): (2, 1.0), ("reduce", "sharp"): (1, 1.0),
+        ("broadcast", "sharp"): (1, 1.0),
+    }
+
+
+@pytest.mark.parametrize("n", [2, 6, 8, 1000])
+def test_every_cost_term_against_the_papers(n):
+    for (op, algorithm), (steps, per_byte) in _hand_costs(n).items():
+        got = C.cost_terms(op, 3.0, n, algorithm)
+        assert got[0] == steps and got[1] == pytest.approx(3.0 * per_byte, rel=1e-15), \
+            (op, algorithm)
+        assert C.cost_terms(op, 3.0, 1, algorithm) == (0, 0.0)  # one GPU sends nothing
+    for algorithm in ("tree", "halving_doubling", "sharp"):  # and nothing else is modelled
+        for op in set(C.OPS) - {o for o, a in _hand_costs(n) if a == algorithm}:
+            with pytest.raises(ValueError, match=f"op='{op}' has no '{algorithm}' algorithm"):
+                C.cost_terms(op, 3.0, n, algorithm)
+
+
+def test_hierarchical_all_reduce_with_two_gpus_per_node_by_hand():
+    """4 nodes of 2 GPUs: reduce-scatter in the node (1 step, S/2), a ring all-reduce of S/2
+    across the 4 nodes (6 steps, 2·3/4·S/2), all-gather in the node (1 step, S/2)."""
+    intra, inter = C.AlphaBeta(1e-6, 400e9), C.AlphaBeta(5e-6, 50e9)
+    s = 1e9
+    half = 1e-6 + s / 2 / 400e9
+    across = 6 * 5e-6 + 2 * 3 / 4 * (s / 2) / 50e9
+    t = C.hierarchical_all_reduce_time(s, 4, 2, intra, inter)
+    assert type(t) is float and t == pytest.approx(2 * half + across, rel=1e-12)
+    assert type(C.collective_time("all_reduce", s, 8, intra)) is float
