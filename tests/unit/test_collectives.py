@@ -198,3 +198,9 @@ def test_hierarchical_all_reduce_with_two_gpus_per_node_by_hand():
     t = C.hierarchical_all_reduce_time(s, 4, 2, intra, inter)
     assert type(t) is float and t == pytest.approx(2 * half + across, rel=1e-12)
     assert type(C.collective_time("all_reduce", s, 8, intra)) is float
+
+
+def test_nccl_tests_prediction_on_one_gpu_moves_nothing_in_no_time():
+    pred = C.nccl_tests_prediction("all_reduce", [0.0, 1e6], 1, C.AlphaBeta(1e-6, 50e9))
+    for column in ("time_us", "algbw_gbytes_s", "busbw_gbytes_s"):
+        assert list(pred[column]) == [0.0, 0.0], column
