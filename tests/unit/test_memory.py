@@ -123,3 +123,12 @@ def test_llama3_8b_parameters_by_hand():
     total = layers * per_layer + 2 * vocab * h + h
     assert total == 8_030_261_248
     assert memory.param_count("llama3-8b") == total
+
+
+def test_full_recomputation_keeps_the_layer_input_split_by_sequence_parallelism():
+    """Korthikanti Table 2's last row: 2sbh per layer, 2sbh/t with sequence parallelism."""
+    sbh = 2048 * 12288
+    full = memory.activation_bytes_per_layer(GPT3, 1, 2048, tp=8, recompute="full")
+    assert full == pytest.approx(2 * sbh, rel=1e-15)
+    with_sp = memory.activation_bytes_per_layer(GPT3, 1, 2048, tp=8, sp=True, recompute="full")
+    assert with_sp == pytest.approx(2 * sbh / 8, rel=1e-15)
