@@ -623,3 +623,14 @@ def test_recovery_options_count_spares_only_where_they_are_kept():
         assert result.per_owned_gpu == pytest.approx(result.goodput * share, rel=1e-12)
     no_spares = reliability.compare_recovery(HOUR, 60.0, 3 * HOUR, **kw)["spares"]
     assert no_spares.spare_gpus == 0 and no_spares.per_owned_gpu == no_spares.goodput
+
+
+def test_young_first_order_goodput_by_hand_without_a_restart_by_default():
+    """1 - delta/tau - tau/(2M) - R/M: an hourly checkpoint of 60 s against a 10 h MTBF keeps
+    1 - 1/60 - 1/20 = 0.9333...; a 10-minute restart takes another 1/60."""
+    assert reliability.goodput_first_order(HOUR, 60.0, 10 * HOUR) == pytest.approx(
+        1 - 1 / 60 - 1 / 20, rel=1e-15)
+    assert reliability.goodput_first_order(HOUR, 60.0, 10 * HOUR, 10 * MIN) == pytest.approx(
+        1 - 1 / 60 - 1 / 20 - 1 / 60, rel=1e-15)
+    assert reliability.expected_goodput_finite(30 * DAY, HOUR, 60.0, 10 * HOUR) == \
+        reliability.expected_goodput_finite(30 * DAY, HOUR, 60.0, 10 * HOUR, 0.0)
