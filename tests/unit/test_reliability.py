@@ -634,3 +634,38 @@ def test_young_first_order_goodput_by_hand_without_a_restart_by_default():
         1 - 1 / 60 - 1 / 20 - 1 / 60, rel=1e-15)
     assert reliability.expected_goodput_finite(30 * DAY, HOUR, 60.0, 10 * HOUR) == \
         reliability.expected_goodput_finite(30 * DAY, HOUR, 60.0, 10 * HOUR, 0.0)
+
+
+def _elastic_by_segments(tau, delta, m, restart, repair, dp):
+    """The model of elastic_capacity summed segment by segment: segment s after a failure
+    (compute from R + sL to R + sL + tau, L = tau + delta) is kept with probability
+    e^{-(R + (s+1)L)/M}; while the failed replica is out (age a < T) the replicas out average
+    1 + (T - a)/M; the mean over kept compute, over dp, is what is lost."""
+    length, lost, kept = tau + delta, 0.0, 0.0
+    for s in range(100_000):
+        lo = restart + s * length
+        weight = math.exp(-(restart + (s + 1) * length) / m)
+        kept += weight * tau
+        if lo < repair:
+            hi = min(lo + tau, repair)
+            lost += weight * ((hi - lo) * (1 + repair / m) - (hi**2 - lo**2) / (2 * m))
+        if weight < 1e-300:
+            break
+    return 1 - lost / kept / dp
+
+
+@pytest.mark.parametrize(("tau", "delta", "restart", "repair"), [
+    (HOUR, 60.0, 600.0, 24 * HOUR), (HOUR, 10 * MIN, 0.0, 5 * HOUR),
+    (4 * HOUR, 60.0, HOUR, 0.5 * HOUR)])
+def test_elastic_capacity_by_segments(tau, delta, restart, repair):
+    m, dp = 3 * HOUR, 64
+    assert reliability.elastic_capacity(tau, delta, m, restart, repair_s=repair, dp=dp) == \
+        pytest.approx(_elastic_by_segments(tau, delta, m, restart, repair, dp), rel=1e-12)
+
+
+def test_elastic_shrink_needs_fewer_than_half_the_replicas_out():
+    """repair_s / MTBF replicas out on average: 1 of dp = 2 is refused, 1 of dp = 3 is not."""
+    with pytest.raises(ValueError, match="it must stay below dp / 2"):
+        reliability.elastic_capacity(HOUR, 60.0, 3 * HOUR, 0.0, repair_s=3 * HOUR, dp=2)
+    assert 0 < reliability.elastic_capacity(HOUR, 60.0, 3 * HOUR, 0.0, repair_s=3 * HOUR,
+                                            dp=3) < 1
