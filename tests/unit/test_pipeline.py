@@ -378,3 +378,24 @@ def test_stage_forward_time_agrees_with_megatron_eq3():
 def test_bad_input_names_parameter_value_and_allowed(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 8), (4, 2), (3, 9), (8, 16)])
+def test_zb_h1_in_flight_closed_form_matches_simulation(p, m):
+    """ZB-H1 (Qi et al. 2023) delays the weight-gradient passes: every stage holds
+    min(p, m) micro-batches at its peak, in the simulation as in the closed form."""
+    t = pipeline.simulate("zb-h1", p, m)
+    assert np.array_equal(t.peak_in_flight_mb, pipeline.in_flight_closed_form("zb-h1", p, m))
+    assert np.array_equal(t.peak_in_flight_mb, np.full(p, float(min(p, m))))
+
+
+def test_defaults_and_pass_through_by_hand():
+    """One chunk per device by default: 2(p - 1) sends per micro-batch, 24 of GPT-3's 96
+    layers per stage on 4 stages. A stage's activations under 1F1B (4, 8) with flash
+    attention at s = 4096: (4 - i) micro-batches of 24 layers of 34sbh (no score term)."""
+    assert pipeline.sends_per_micro_batch(4) == 6
+    assert pipeline.layer_assignment(96, 4).device.tolist() == [i // 24 for i in range(96)]
+    t = pipeline.simulate("1f1b", 4, 8)
+    got = pipeline.activation_bytes_per_stage(t, "gpt3-175b", 1, 4096, flash_attention=True)
+    np.testing.assert_allclose(got, [(4 - i) * 24 * 34 * 4096 * 12288 for i in range(4)],
+                               rtol=1e-12)
