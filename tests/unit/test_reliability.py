@@ -669,3 +669,45 @@ def test_elastic_shrink_needs_fewer_than_half_the_replicas_out():
         reliability.elastic_capacity(HOUR, 60.0, 3 * HOUR, 0.0, repair_s=3 * HOUR, dp=2)
     assert 0 < reliability.elastic_capacity(HOUR, 60.0, 3 * HOUR, 0.0, repair_s=3 * HOUR,
                                             dp=3) < 1
+
+
+def test_lambert_w0_solves_w_e_to_the_w():
+    """The principal branch: W(z) e^{W(z)} = z for z >= -1/e, W(-1/e) = -1, W(0) = 0,
+    W(e) = 1, near the branch point too; anything else is refused."""
+    z = np.array([-1 / math.e, -1 / math.e + 1e-12, -0.35, -0.2, 0.0, 0.5, 1.0, math.e, 10.0,
+                  1e3, 1e9])
+    w = reliability.lambert_w0(z)
+    np.testing.assert_allclose(w * np.exp(w), z, rtol=1e-12, atol=1e-15)
+    assert reliability.lambert_w0(-1 / math.e) == pytest.approx(-1.0, abs=1e-7)
+    assert (reliability.lambert_w0(0.0), reliability.lambert_w0(math.e)) == (0.0, 1.0)
+    for bad in (-0.37, float("nan"), float("inf"), "1"):
+        with pytest.raises(ValueError):
+            reliability.lambert_w0(bad)
+
+
+@pytest.mark.parametrize("seed", [1, 4, 9])
+def test_simulation_keeps_what_its_timeline_computes(seed):
+    """One repetition of simulate() and simulate_timeline() with the same seed: the same
+    failures, and the kept compute equals the timeline's compute bars, with a restart long
+    enough (2 h) to matter after every failure. The defaults: no restart, 1,000 runs, seed 0."""
+    args = (3 * DAY, HOUR, 5 * MIN, 3 * HOUR, 2 * HOUR)
+    sim = reliability.simulate(*args, reps=1, seed=seed)
+    tl = reliability.simulate_timeline(*args, seed=seed)
+    assert sim.failures[0] == len(tl.failures_s) >= 5
+    assert sim.kept_s[0] == pytest.approx(tl.total_s("compute"), rel=1e-12)
+    default = reliability.simulate(3 * DAY, HOUR, 5 * MIN, 3 * HOUR)
+    explicit = reliability.simulate(3 * DAY, HOUR, 5 * MIN, 3 * HOUR, 0.0, reps=1000, seed=0)
+    assert default.goodput.shape == (1000,)
+    assert np.array_equal(default.goodput, explicit.goodput)
+
+
+def test_checkpoint_plan_by_hand_with_default_parallelism():
+    """Llama 3 8B's 8,030,261,248 parameters, 14 bytes each (fp16 weights + fp32 Adam
+    state) on 64 GPUs without model parallelism: 64 writers of 1/64 each; at 10 GB/s of
+    storage the write takes 112.4 GB / 10 GB/s, reading back the same."""
+    plan = reliability.checkpoint_plan("llama3-8b", 64, storage_gbytes_s=10)
+    total = 14 * 8_030_261_248
+    assert plan.total_bytes == total and plan.writers == 64
+    assert plan.per_writer_bytes == pytest.approx(total / 64, rel=1e-15)
+    assert plan.write_s == pytest.approx(total / 10e9, rel=1e-12)
+    assert plan.restore_s == pytest.approx(total / 10e9, rel=1e-12)
