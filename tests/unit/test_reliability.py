@@ -711,3 +711,13 @@ def test_checkpoint_plan_by_hand_with_default_parallelism():
     assert plan.per_writer_bytes == pytest.approx(total / 64, rel=1e-15)
     assert plan.write_s == pytest.approx(total / 10e9, rel=1e-12)
     assert plan.restore_s == pytest.approx(total / 10e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(("hours", "segments"), [(10.5, 10), (10.0, 10), (2.0, 2)])
+def test_finite_horizon_goodput_without_failures_counts_whole_segments(hours, segments):
+    """With an MTBF of 300,000 years nothing fails: a run of H keeps the compute of the
+    segments (59 min of work + 1 min of checkpoint) that end by H, so goodput is
+    floor(H / L) x tau / H, to one part in 10^8."""
+    horizon = hours * HOUR
+    got = reliability.expected_goodput_finite(horizon, HOUR - 60, 60.0, 1e13)
+    assert got == pytest.approx(segments * (HOUR - 60) / horizon, rel=1e-8)
