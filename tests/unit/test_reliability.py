@@ -571,7 +571,8 @@ _GOOD = {"interval_s": 3600.0, "delta_s": 60.0, "mtbf_s": 10800.0, "restart_s": 
          "repair_s": 7200.0, "dp": 64, "horizon_s": 30 * DAY, "work_s": 10 * DAY,
          "n_gpus": 1024, "stall_s": 600.0, "n": 8, "mean": 1.0, "n_hosts": 100,
          "slow_fraction": 0.01, "slowdown": 0.1, "node_failures_per_h": 0.5, "risk": 1e-3,
-         "base_s": 1.0, "jitter": 0.05}
+         "base_s": 1.0, "jitter": 0.05, "option": "restart", "detect_s": 60.0,
+         "restore_s": 120.0, "init_s": 180.0, "replace_s": 3600.0}
 _CHECKED = {  # function: the parameters it must refuse by name when negative
     "daly_interval_s": ("delta_s", "mtbf_s"), "young_interval_s": ("delta_s", "mtbf_s"),
     "exact_optimal_interval_s": ("delta_s", "mtbf_s"),
@@ -586,6 +587,7 @@ _CHECKED = {  # function: the parameters it must refuse by name when negative
     "slow_host_step_factor": ("slow_fraction", "slowdown"),
     "spares_needed": ("node_failures_per_h", "repair_s", "risk"),
     "straggler_step_mc": ("base_s", "jitter"), "straggler_step_time_s": ("base_s", "jitter"),
+    "restart_time_s": ("detect_s", "restore_s", "init_s", "replace_s"),
 }
 
 
