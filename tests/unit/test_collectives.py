@@ -112,6 +112,9 @@ def test_crossovers_of_other_algorithms_by_hand():
     assert C.algorithm_crossover_bytes("all_reduce", 64, ab, "tree", "ring") == \
         pytest.approx(1.824e8, rel=1e-12)
     assert math.isnan(C.algorithm_crossover_bytes("all_reduce", 64, ab, "ring", "sharp"))
+    assert C.algorithm_crossover_bytes("all_reduce", 64, ab, "ring", "tree") == \
+        pytest.approx(1.824e8, rel=1e-12)  # the same crossing, either way round
+    assert C.cost_terms("all_reduce", 3.0, 8) == (14, 5.25)  # a ring unless told otherwise
 
 
 def test_nccl_tests_prediction_of_a_tree_and_a_network_label():
