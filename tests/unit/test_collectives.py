@@ -207,3 +207,20 @@ def test_nccl_tests_prediction_on_one_gpu_moves_nothing_in_no_time():
     pred = C.nccl_tests_prediction("all_reduce", [0.0, 1e6], 1, C.AlphaBeta(1e-6, 50e9))
     for column in ("time_us", "algbw_gbytes_s", "busbw_gbytes_s"):
         assert list(pred[column]) == [0.0, 0.0], column
+
+
+def test_reduce_scatter_over_nodes_and_the_default_network_by_hand():
+    """4 nodes of 2 GPUs, halving-doubling between nodes: a ring reduce-scatter in the node
+    (1 step, S/2 at 400 GB/s), then a reduce-scatter of S/2 across the 4 nodes (2 steps,
+    3/4 of it at 50 GB/s): 11 µs + 8.75 ms for 1 GB. A number in, a float out; arrays
+    element-wise. The default network names its catalog links; a misspelt one is refused."""
+    net = C.NodeNetwork(C.AlphaBeta(1e-6, 400e9), C.AlphaBeta(5e-6, 50e9), 2,
+                        inter_algorithm="halving_doubling")
+    t = net.time("reduce_scatter", 1e9, 8)
+    assert type(t) is float and t == pytest.approx(1.1e-5 + 8.75e-3, rel=1e-12)
+    np.testing.assert_allclose(net.time("reduce_scatter", [1e9, 2e9], 8),
+                               [1.1e-5 + 8.75e-3, 1.1e-5 + 17.5e-3], rtol=1e-12)
+    assert C.NodeNetwork().label == ("8 × NVLink 4 per node, InfiniBand NDR between nodes "
+                                     "(hierarchical)")
+    with pytest.raises(ValueError, match=r"^intra: link 'NVLnk 4' is not in the catalog"):
+        C.NodeNetwork(intra="NVLnk 4")
