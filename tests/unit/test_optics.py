@@ -546,3 +546,19 @@ def test_a_unit_built_in_code_is_checked_like_a_catalog_entry():
                                          r"got 'optical'"):
         dataclasses.replace(O.technology("dac"), kind="optical")
     assert dataclasses.replace(O.technology("dac"), kind="copper") == O.technology("dac")
+
+
+def test_small_links_names_and_a_bill_s_choice():
+    """100 Gb/s is one 112G lane; counts of whole lanes and fibres come back as ints. The
+    catalog's names in file order; a bill says which choice made it; a group without the
+    fields a link group has is named by its position."""
+    assert O.lanes_needed(100, 112) == 1 and type(O.lanes_needed(800, 112)) is int
+    assert type(O.fibres_needed(800, 112)) is int
+    assert O.module_names() == [m.name for m in O.modules()]
+    assert O.fabric_bill([Group("rack", 10, 2.0, 800)]).choice == "auto"
+    with pytest.raises(ValueError, match=r"^groups\[1\] must have name, count, length_m"):
+        O.fabric_bill([Group("rack", 10, 2.0, 800), object()])
+    with pytest.raises(ValueError, match=r"^groups\[1\] must have name, count, length_m"):
+        O.sweep_bill([Group("rack", 10, 2.0, 800), object()], [[1, 1]])
+    with pytest.raises(ValueError, match=r"^groups\[1\] must have name, count, length_m"):
+        O.sweep_link_groups([[Group("rack", 10, 2.0, 800), object()]])
