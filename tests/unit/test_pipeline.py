@@ -399,3 +399,12 @@ def test_defaults_and_pass_through_by_hand():
     got = pipeline.activation_bytes_per_stage(t, "gpt3-175b", 1, 4096, flash_attention=True)
     np.testing.assert_allclose(got, [(4 - i) * 24 * 34 * 4096 * 12288 for i in range(4)],
                                rtol=1e-12)
+
+
+def test_gpipe_runs_backward_passes_last_in_first_back():
+    """GPipe (Huang et al. 2019): after all forwards, each stage takes the backward passes in
+    reverse order, the last micro-batch first."""
+    t = pipeline.simulate("gpipe", 3, 4)
+    for device in range(3):
+        sel = (t.device == device) & (t.kind == B)
+        assert t.micro_batch[sel][np.argsort(t.start_s[sel])].tolist() == [3, 2, 1, 0]

@@ -3,7 +3,7 @@
 """
 
 import pytest
-from scaleout import memory, plan
+from scaleout import memory, pipeline, plan
 
 #: A100 80GB SXM: 2,039 GB/s of HBM2e (NVIDIA A100 datasheet, 2021).
 A100_HBM_BYTES_S = 2039e9
@@ -50,3 +50,18 @@ def test_uneven_stages_hold_the_rounded_up_layer_count():
     result = plan.evaluate("llama3-70b", "H100", plan.Plan(tp=8, pp=3, dp=2, micro_batch=1,
                                                            global_batch=64), uneven_layers=True)
     assert result.memory["weights"] == pytest.approx(2 * last / 8, rel=1e-12)
+
+
+@pytest.mark.parametrize("interleave", [1, 2])
+def test_first_stage_activations_are_the_simulated_micro_batches_in_flight(interleave):
+    """GPT-3 on 8 stages, 16 micro-batches: the first stage holds its 12 layers' activations
+    (Korthikanti Table 2, t = 8, SP, selective) for as many micro-batches as the pipeline
+    simulator finds in flight there at its peak: 8 under 1F1B, 11.5 interleaved (v = 2)."""
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=8, pp=8, dp=1, micro_batch=1, global_batch=16, interleave=interleave, sp=True,
+        recompute="selective"))
+    schedule = "interleaved" if interleave > 1 else "1f1b"
+    peak = pipeline.simulate(schedule, 8, 16, interleave).peak_in_flight_mb[0]
+    assert peak == (11.5 if interleave > 1 else 8)
+    layer = 2048 * 12288 * 34 / 8  # sbh · 34/t bytes
+    assert result.memory["activations"] == pytest.approx(12 * layer * peak, rel=1e-12)
