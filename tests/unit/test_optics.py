@@ -562,3 +562,10 @@ def test_small_links_names_and_a_bill_s_choice():
         O.sweep_bill([Group("rack", 10, 2.0, 800), object()], [[1, 1]])
     with pytest.raises(ValueError, match=r"^groups\[1\] must have name, count, length_m"):
         O.sweep_link_groups([[Group("rack", 10, 2.0, 800), object()]])
+
+
+def test_a_link_speed_no_unit_of_that_lane_class_serves_is_named():
+    """No 224G-lane unit carries a 100 Gb/s link (their breakouts are 200 Gb/s and up)."""
+    with pytest.raises(ValueError, match=r"^No module or cable for 100 Gb/s links with 224G "
+                                         r"lanes is in the catalog$"):
+        O.choose(100, 100, lane_gbps=224)
