@@ -408,3 +408,17 @@ def test_gpipe_runs_backward_passes_last_in_first_back():
     for device in range(3):
         sel = (t.device == device) & (t.kind == B)
         assert t.micro_batch[sel][np.argsort(t.start_s[sel])].tolist() == [3, 2, 1, 0]
+
+
+def test_stage_costs_by_hand_with_their_defaults():
+    """One sequence of GPT-3 (s = 2048, h = 12288) sends b·s·h 16-bit values between stages:
+    50,331,648 bytes. A stage's forward pass: a third of PaLM's 6N + 12lhs per token, over p
+    stages, at 150 TFLOP/s and tp = 1 by default; s = 4096 when asked. 1F1B without sends
+    costs t_f + 2 t_f per micro-batch."""
+    assert pipeline.p2p_bytes("gpt3-175b") == 2048 * 12288 * 2
+    n = memory.param_count("gpt3-175b")
+    for s in (2048, 4096):
+        want = (2 * n + 4 * 96 * 12288 * s) * s / 8 / 150e12
+        got = pipeline.stage_forward_s("gpt3-175b", 1, 8, seq_len=None if s == 2048 else s)
+        assert got == pytest.approx(want, rel=1e-12)
+    assert pipeline.one_f_one_b_period_s(4, 1.0) == 3.0
