@@ -422,3 +422,12 @@ def test_stage_costs_by_hand_with_their_defaults():
         got = pipeline.stage_forward_s("gpt3-175b", 1, 8, seq_len=None if s == 2048 else s)
         assert got == pytest.approx(want, rel=1e-12)
     assert pipeline.one_f_one_b_period_s(4, 1.0) == 3.0
+
+
+def test_stage_activations_by_default_are_one_sequence_without_flash_attention():
+    """Korthikanti Table 2's first row, sbh(34 + 5as/h), for one sequence of GPT-3 on each of
+    the 24 layers of a stage, times the micro-batches 1F1B (4 stages, 8 micro-batches) holds."""
+    s, h, a = 2048, 12288, 96
+    layer = s * h * (34 + 5 * a * s / h)
+    got = pipeline.activation_bytes_per_stage(pipeline.simulate("1f1b", 4, 8), "gpt3-175b")
+    np.testing.assert_allclose(got, [(4 - i) * 24 * layer for i in range(4)], rtol=1e-12)
