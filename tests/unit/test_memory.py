@@ -39,7 +39,11 @@ def test_sequence_length_recipe_and_flash_attention_are_passed_through():
     layer_4k = table2_none(4096, 1, 12288, 96)
     assert memory.activation_bytes(GPT3, 1, 4096) == pytest.approx(96 * layer_4k, rel=1e-12)
     mem = memory.training_memory(GPT3, seq_len=4096, recipe="fp32-sgd-momentum")
-    assert mem.activations == pytest.approx(96 * layer_4k, rel=1e-12)
+    # fp32 matmuls keep their Linear inputs in 4 bytes: the four GEMM inputs of Table 2's
+    # 34sbh (2sbh QKV, 2sbh projection, 2sbh and 8sbh MLP) take 14sbh more
+    assert mem.activations == pytest.approx(96 * (layer_4k + 14 * 4096 * 12288), rel=1e-12)
+    assert memory.training_memory(GPT3, seq_len=4096).activations == \
+        pytest.approx(96 * layer_4k, rel=1e-12)
     assert (mem.weights, mem.grads, mem.optimizer) == (4 * P, 4 * P, 4 * P)
     no_scores = 2048 * 12288 * 34
     assert memory.activation_bytes(GPT3, 1, flash_attention=True) == \
