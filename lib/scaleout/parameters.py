@@ -183,26 +183,19 @@ class CatalogName(Rule):
     """
 
     kind: str = "model"
-    dense: bool = False
 
     def check(self, name: str, value: Any) -> str:
         from . import catalog
 
         if not isinstance(value, str):
             raise ValueError(f"{name} must be the name of a {self.kind}, got {value!r}")
-        entry = getattr(catalog, self.kind)(value)
-        if self.dense and getattr(entry, "is_moe", False):
-            raise ValueError(f"{name}={value!r} is a mixture-of-experts model, which the "
-                             "planner does not plan yet (notebook 13 estimates its step); "
-                             f"dense models: {', '.join(self.options()[:8])}, ...")
+        getattr(catalog, self.kind)(value)
         return value
 
     def options(self) -> list[str]:
-        """The catalog's names (the dense models only, for ``dense``)."""
+        """The catalog's names."""
         from . import catalog
 
-        if self.dense:
-            return catalog.dense_model_names()
         return getattr(catalog, f"{self.kind}_names")()
 
 
@@ -375,9 +368,6 @@ def _optics_choices() -> list[str]:
 
 
 MODEL = CatalogName("model", doc="a catalog model: scaleout.catalog.model_names()")
-#: A model the planner can plan (dense; mixture-of-experts models are refused, naming why).
-DENSE_MODEL = CatalogName("model", dense=True,
-                          doc="a dense catalog model: scaleout.catalog.dense_model_names()")
 GPU = CatalogName("gpu", doc="a catalog GPU: scaleout.catalog.gpu_names()")
 RECIPE = Choice(_recipes, doc="bytes-per-parameter convention: scaleout.memory.RECIPES")
 RECOMPUTE = Choice(_recompute, doc="activation recomputation: none, selective or full")
@@ -667,15 +657,15 @@ SPECS: dict[str, Spec] = {
         "cpu_core_ghz": Number(0.1, 10.0),
     }, _agree_07),
     "08_3d_parallelism_planner": Spec({
-        "model_name": DENSE_MODEL, "gpu_name": GPU, "n_gpus": Int(1, MAX_GPUS),
+        "model_name": MODEL, "gpu_name": GPU, "n_gpus": Int(1, MAX_GPUS),
         "global_batch": Int(1, 10**7), "seq_len": Int(128, 1_048_576),
         "gpus_per_node": Int(1, 1024), "network_name": OPTIONAL_PORT,
         "tokens": Number(1e6, 1e15), "flash_attention": Flag(), "uneven_layers": Flag(),
         "framework": Choice(_frameworks),
-        "rack_model_name": DENSE_MODEL, "rack_gpu_name": GPU, "rack_gpus": Int(1, MAX_GPUS),
-        "rack_batch": Int(1, 10**7), "small_model_name": DENSE_MODEL,
+        "rack_model_name": MODEL, "rack_gpu_name": GPU, "rack_gpus": Int(1, MAX_GPUS),
+        "rack_batch": Int(1, 10**7), "small_model_name": MODEL,
         "small_gpus": Int(1, MAX_GPUS),
-        "small_batch": Int(1, 10**7), "tiny_batch_model_name": DENSE_MODEL,
+        "small_batch": Int(1, 10**7), "tiny_batch_model_name": MODEL,
         "tiny_batch_gpus": Int(1, MAX_GPUS), "tiny_batch": Int(1, 10**7),
     }, _agree_08),
     "09_clos_fabrics": Spec({
@@ -712,7 +702,7 @@ SPECS: dict[str, Spec] = {
         "jitter": Number(0.0, 1.0),
     }, _agree_11),
     "12_scale_up_vs_scale_out": Spec({
-        "model_name": DENSE_MODEL, "gpu_name": GPU, "n_gpus": Int(8, MAX_GPUS),
+        "model_name": MODEL, "gpu_name": GPU, "n_gpus": Int(8, MAX_GPUS),
         "global_batch": Int(1, 10**7), "tokens": Number(1e6, 1e15),
         "domain_sizes": ListOf(Int(1, 1024), 1, 8, unique=True), "design_domain": Int(1, 1024),
         "network_name": OPTIONAL_PORT,
@@ -737,7 +727,7 @@ SPECS: dict[str, Spec] = {
         "mpi_algorithms": ListOf(Choice(_mpi_algorithms), 1, 6, unique=True),
         "mpi_max_bytes": Int(8, 2**30), "mpi_timeout_s": Number(1.0, 3600.0),
         "log_names": ListOf(Choice(_log_names), 1, 6, unique=True),
-        "plan_model": DENSE_MODEL, "plan_gpu": GPU, "plan_gpus": Int(1, MAX_GPUS),
+        "plan_model": MODEL, "plan_gpu": GPU, "plan_gpus": Int(1, MAX_GPUS),
         "plan_batch": Int(1, 10**7),
     }, _agree_15),
     "13_mixture_of_experts": Spec({
@@ -765,7 +755,7 @@ SPECS: dict[str, Spec] = {
         "micro_batch": Int(1, 64), "dp": Int(2, MAX_GPUS),
     }, _agree_14),
     "reports/cluster_plan": Spec({
-        "model_name": Choice(lambda: [*DENSE_MODEL.options(), "custom"]),
+        "model_name": Choice(lambda: [*MODEL.options(), "custom"]),
         "custom_layers": Int(0, 10**6), "custom_hidden": Int(0, 10**6),
         "custom_heads": Int(0, 10**6), "custom_vocab": Int(0, 10**7),
         "seq_len": Int(0, 1_048_576), "tokens": Number(1e6, 1e15, open_low=True),

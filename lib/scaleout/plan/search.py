@@ -230,12 +230,13 @@ def candidates(model: ModelSpec, n: int, global_batch: int, facts: layout.Facts,
     return {k: v[ok] for k, v in full.items()}, why
 
 
-def default_cp_sizes(model: ModelSpec, seq_len: int, framework: Framework) -> tuple[int, ...]:
+def default_cp_sizes(model: ModelSpec, seq_len: int, framework: Framework,
+                     flash_attention: bool = True) -> tuple[int, ...]:
     """The context-parallel sizes a search tries unless told: 1, and from
     :data:`LONG_SEQUENCE` tokens on every size up to :data:`MAX_CP` that load-balanced ring
     attention allows (:func:`scaleout.context_parallel.cp_sizes`), where the framework has
-    context parallelism."""
-    if seq_len < LONG_SEQUENCE or not framework.cp_variant:
+    context parallelism and attention runs block by block (``flash_attention``)."""
+    if seq_len < LONG_SEQUENCE or not framework.cp_variant or not flash_attention:
         return (1,)
     return tuple(context_parallel.cp_sizes(seq_len, MAX_CP))
 
@@ -308,9 +309,10 @@ def search(
         framework that has it): e.g. ``(8,)`` shards model state within each group of eight
         data-parallel ranks (a node's, with ``tp = 1``) and replicates across the groups.
     cp_sizes
-        Context-parallel sizes to try (default :func:`default_cp_sizes`: 1, and for
-        sequences of :data:`LONG_SEQUENCE` tokens or more every size up to :data:`MAX_CP`
-        that ring attention allows). Context parallelism needs ``flash_attention=True``.
+        Context-parallel sizes to try (default :func:`default_cp_sizes`: 1, and with flash
+        attention, for sequences of :data:`LONG_SEQUENCE` tokens or more, every size up to
+        :data:`MAX_CP` that ring attention allows). Context parallelism needs
+        ``flash_attention=True``.
     ep_sizes
         Expert-parallel sizes to try (default :func:`default_ep_sizes`: every divisor of a
         mixture of experts' expert count; 1 for a dense model).
@@ -359,7 +361,8 @@ def search(
                             allow_tp_across_nodes=allow_tp_across_nodes, relaxable=True,
                             framework=ctx.framework, seq_len=ctx.seq_len,
                             flash_attention=flash_attention, recipe=ctx.recipe, gpu=g)
-    cps = _sizes("cp_sizes", cp_sizes, default_cp_sizes(m, ctx.seq_len, ctx.framework), facts,
+    cps = _sizes("cp_sizes", cp_sizes, default_cp_sizes(m, ctx.seq_len, ctx.framework,
+                                                        bool(flash_attention)), facts,
                  ("cp_offered", "cp_flash", "cp_sequence"))
     eps = _sizes("ep_sizes", ep_sizes, default_ep_sizes(m, ctx.framework), facts,
                  ("ep_offered", "ep_needs_moe", "ep_experts"))
