@@ -456,6 +456,17 @@ def _agree_08(p: dict[str, Any]) -> None:
                 seq_len=p["seq_len"])
     plan.search(p["tiny_batch_model_name"], p["gpu_name"], p["tiny_batch_gpus"],
                 p["tiny_batch"], seq_len=p["seq_len"])
+    # section 9: a mixture of experts under a framework with expert parallelism, a long sequence
+    fw = plan.framework(p["moe_framework"])
+    if not fw.expert_parallel:
+        have = [n for n in plan.framework_names() if plan.framework(n).expert_parallel]
+        raise ValueError(f"moe_framework={p['moe_framework']!r} has no expert parallelism; "
+                         f"allowed: {', '.join(have)}")
+    plan.search(p["moe_model_name"], p["moe_gpu_name"], p["moe_gpus"], p["moe_batch"],
+                seq_len=p["moe_seq_len"], recipe=p["moe_recipe"], framework=fw,
+                flash_attention=True)
+    plan.search(p["long_model_name"], p["long_gpu_name"], p["long_gpus"], p["long_batch"],
+                seq_len=p["long_seq_len"], flash_attention=True)
 
 
 def _agree_09(p: dict[str, Any]) -> None:
@@ -556,10 +567,19 @@ def _agree_13(p: dict[str, Any]) -> None:
     memory.check_precision(p["recipe"], p["gpu_name"])
     for d in p["domain_sizes"]:
         checks.check_int("each of domain_sizes", d, maximum=1024)
-    # the Mixtral section's layout must exist and divide
-    moe.step_estimate(p["mixtral_name"], p["mixtral_gpu_name"], p["mixtral_gpus"],
-                      global_batch=p["mixtral_batch"], pp=p["mixtral_pp"], ep=p["mixtral_ep"],
-                      recipe="megatron-bf16", seq_len=p["mixtral_seq_len"])
+    # the Mixtral section's layout must exist and divide, and some layout must fit
+    from . import plan
+
+    if p["mixtral_gpus"] % p["mixtral_pp"]:
+        raise ValueError(f"mixtral_pp={p['mixtral_pp']} must divide mixtral_gpus="
+                         f"{p['mixtral_gpus']}; allowed: "
+                         f"{', '.join(map(str, checks.divisors(p['mixtral_gpus'])[:12]))}")
+    layout = plan.Plan(pp=p["mixtral_pp"], dp=p["mixtral_gpus"] // p["mixtral_pp"],
+                       ep=p["mixtral_ep"], global_batch=p["mixtral_batch"],
+                       seq_len=p["mixtral_seq_len"], zero_stage=1, flash_attention=True)
+    plan.evaluate(p["mixtral_name"], p["mixtral_gpu_name"], layout, recipe="megatron-bf16")
+    plan.search(p["mixtral_name"], p["mixtral_gpu_name"], p["mixtral_gpus"], p["mixtral_batch"],
+                seq_len=p["mixtral_seq_len"], recipe="megatron-bf16", flash_attention=True)
 
 
 def _agree_14(p: dict[str, Any]) -> None:
@@ -667,6 +687,13 @@ SPECS: dict[str, Spec] = {
         "small_gpus": Int(1, MAX_GPUS),
         "small_batch": Int(1, 10**7), "tiny_batch_model_name": MODEL,
         "tiny_batch_gpus": Int(1, MAX_GPUS), "tiny_batch": Int(1, 10**7),
+        "moe_model_name": Choice(_moe_models, doc="a catalog mixture-of-experts model"),
+        "moe_gpu_name": GPU, "moe_gpus": Int(1, MAX_GPUS), "moe_batch": Int(1, 10**7),
+        "moe_seq_len": Int(128, 1_048_576), "moe_recipe": RECIPE,
+        "moe_framework": Choice(_frameworks, doc="a framework preset with expert parallelism"),
+        "long_model_name": MODEL, "long_gpu_name": GPU, "long_gpus": Int(1, MAX_GPUS),
+        "long_batch": Int(1, 10**7),
+        "long_seq_len": Int(32768, 1_048_576, doc="a long sequence: 32,768 tokens or more"),
     }, _agree_08),
     "09_clos_fabrics": Spec({
         "n_gpus": Int(2, MAX_GPUS), "radix": Int(4, 2048, step=2), "port_gbps": Number(1.0, 1e5),
