@@ -45,17 +45,20 @@ module         what it models                                         notebook
                activations against sequence length; CP vs TP
 ``roofline``   ridge points of every GPU and link; the parts of a    14
                step on the roofline; what bounds a step
-``fabric``     Clos tiers, radix, planes, rails: switches, links,      09
-               optics link groups, bisection, hops; ECMP vs spraying;
-               RDMA/TCP latency on a fabric
+``fabric``     (package: clos, switches, planes, rails, graph,         09
+               traffic, transports) Clos tiers, radix, planes, rails:
+               switches, links, optics link groups, bisection, hops;
+               ECMP vs spraying; RDMA/TCP latency on a fabric
 ``congestion`` incast, PFC pauses and head-of-line blocking, ECN and      07, 09
                DCQCN, receiver credits; go-back-N; the mechanisms
 ``optics``     optical modules and copper cables: reach, lanes and     10
                fibres at 112G/224G, pJ/bit, a fabric's optics bill
 ``reliability``
-               failure rates from published reports, cluster MTBF,    11
-               checkpoints, Young/Daly intervals, goodput, spares
-               and elastic shrink, Monte-Carlo runs, stragglers
+               (package: rates, checkpoints, intervals, recovery,     11
+               montecarlo, stragglers) failure rates from published
+               reports, cluster MTBF, checkpoints, Young/Daly
+               intervals, goodput, spares and elastic shrink,
+               Monte-Carlo runs, stragglers
 ``synthesis``  memory vs message semantics; scale-up domain designs;  12
                best plan per domain size; one cluster plan (fabric,
                optics, failures, days); design for a deadline
@@ -75,6 +78,8 @@ module         what it models                                         notebook
                library's own state (ring steps, trees, ZeRO slices)
 ``plotting``   matplotlib and SVG figures (no model logic)            00-15
 ``svgchart``   tiny SVG charts for fast widget redraws                00-15
+``render``     (package) HTML tables for notebooks, explorers and     all
+               reports
 ``formatting`` how every number reads (significant figures, units,   all
                separators, money)
 ``selfcheck``  a notebook's closing checks as sentences               all
@@ -140,6 +145,7 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "plotting",
     "power",
     "reliability",
+    "render",
     "report",
     "roofline",
     "scaling",

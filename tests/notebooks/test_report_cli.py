@@ -33,7 +33,8 @@ def test_one_report_renders_to_html_without_code(tmp_path: Path):
     # the verdict comes before the summary table, with its costs in the chosen currency
     assert "<b>Verdict.</b> Build 256 " in html and "Main risk:" in html
     assert html.index("Verdict.") < html.index("formula / source")
-    assert "It costs about €" in html and "cost: total" in html
+    assert "It costs rented, about €" in html and "owned, about €" in html
+    assert "cost if rented (cloud)" in html and "cost if owned" in html
     assert "self-check" not in html  # no test output in the document: it is in the summary
     assert "import json" not in html and "def cash" not in html  # no code cells
     assert "data:image/svg+xml;base64" in html  # figures embedded: readable offline

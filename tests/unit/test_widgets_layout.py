@@ -13,9 +13,10 @@ import pkgutil
 import ipywidgets as W
 import pytest
 import scaleout.widgets as widgets
+from scaleout.render import html_table
 from scaleout.svgchart import text_width
 from scaleout.widgets.common import Explorer, control_column_px
-from scaleout.widgets.scale_up import GlossaryExplorer, html_table
+from scaleout.widgets.scale_up import GlossaryExplorer
 
 
 def explorer_classes() -> list[type[Explorer]]:

@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import calibration, catalog, collectives, svgchart
 from .. import formatting as fmt
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = ["ALGORITHM_COLORS", "ALGORITHM_LABELS", "FIT_PREFIX", "CollectiveExplorer", "size_text"]
 

@@ -12,8 +12,8 @@ import ipywidgets as W
 import numpy as np
 
 from .. import congestion, svgchart
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = ["LINK_SPEEDS_GBPS", "MECHANISM_COLORS", "MECHANISM_LABELS", "MECHANISM_SHORT",
            "IncastExplorer"]

@@ -12,8 +12,8 @@ import numpy as np
 
 from .. import fabric, svgchart
 from .. import formatting as fmt
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = ["PORT_SPEEDS_GBPS", "TIER_COLORS", "FabricExplorer", "LoadBalanceExplorer"]
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import fabric, optics, svgchart
 from .. import formatting as fmt
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = ["LINK_COLORS", "SHORT", "SPEED_OPTIONS", "SWEEP_GPUS", "TECH_COLORS", "OpticsExplorer",
            "cluster_groups", "speed_text"]

@@ -33,8 +33,8 @@ from .. import (
     zero,
 )
 from .. import formatting as fmt
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = [
     "BUCKET_MIB_CHOICES",

@@ -14,8 +14,8 @@ import ipywidgets as W
 
 from .. import formatting as fmt
 from .. import pipeline, plotting
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = ["MAX_M", "MAX_P", "MAX_V", "SCHEDULE_LABELS", "PipelineExplorer"]
 

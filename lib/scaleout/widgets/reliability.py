@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import catalog, checks, reliability, svgchart, units
 from .. import formatting as fmt
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = ["CUSTOM_SIZE", "MTBF_SOURCES", "CheckpointExplorer", "duration_text"]
 
