@@ -1,6 +1,8 @@
 """Notebook 09's incast explorer as a lecturer sees it: served by Voila, driven in Chromium.
 
-Moving the senders slider redraws the chart and the readout; a pause threshold of zero or less
+Moving the senders slider redraws the chart and the readout, which show the incast's ideal time
+(senders × 2 MB at 400 Gb/s, by hand: :mod:`.known`), and the chart's victim line under
+receiver credits ends when 32 MB at 400 Gb/s would; a pause threshold of zero or less
 shows a one-line status (no traceback) that a good value clears, restoring the same readout;
 the page never shows a Python error nor logs a browser console error. The incast explorer is
 the third of the notebook's explorers, so every selector is scoped to its container.
@@ -13,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from . import known as K
 from .pages import (
     NOTEBOOKS,
+    assert_known,
     assert_page_clean,
     open_explorer,
     set_int_text,
@@ -53,6 +57,7 @@ def test_senders_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
     assert_page_clean(app)
     src, readout = _src(app), text_of(page, READOUT)
     assert src and "DCQCN" in readout and "credits" in readout
+    assert_known(app, K.incast(16))
     page.locator(SENDERS_HANDLE).first.focus()
     page.keyboard.press("ArrowRight")
     wait_for_js(page, "the incast chart to be redrawn",
@@ -60,7 +65,7 @@ def test_senders_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
                 " return e !== null && e.getAttribute('src') !== old; }", [FIGURE, src])
     wait_for_text(page, READOUT, "the readout to change", f"t => t !== {readout!r}")
     assert text_of(page, STATUS) == ""
-    assert_page_clean(app)
+    assert_known(app, K.incast(17))
 
 
 def test_a_bad_threshold_shows_a_status_and_recovers(app: WatchedPage) -> None:
@@ -73,4 +78,4 @@ def test_a_bad_threshold_shows_a_status_and_recovers(app: WatchedPage) -> None:
     set_int_text(page, XOFF_INPUT, 1000)
     wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
     assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
-    assert_page_clean(app)
+    assert_known(app, K.incast(16))

@@ -3,7 +3,10 @@
 Served by Voila, driven in headless Chromium at 1400 and at 1024 px wide: moving the step
 slider redraws the picture (the step bar and the readout follow), the inline SVG is no wider
 than its container, and every text of the drawing lies inside its viewBox as the browser
-measures it.
+measures it. After two steps of a ring on n = 4 GPUs, worked out by hand: each GPU has sent
+2 of its 4 chunks (0.5 of the buffer) of the 2(n − 1)/n = 1.5 it sends in all, the ring is at
+step 2 of 2(n − 1) = 6, and every one of the 4 chunks has one GPU holding the sum of 3 GPUs'
+gradients (its own and the two received), none yet the full sum.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .pages import NOTEBOOKS, assert_page_clean, open_explorer, wait_for_text
+from .pages import NOTEBOOKS, Chart, assert_page_clean, open_explorer, wait_for_text
 from .voila_app import VoilaServer, WatchedPage
 
 pytestmark = pytest.mark.browser
@@ -49,4 +52,11 @@ def test_ring_stepper_steps_and_fits(serve_voila: Callable[[Path], VoilaServer],
         assert page.evaluate(TEXT_OUTSIDE_JS, SVG) == []
     # two steps from the start (one at each width): the reduce-scatter's third and last step
     assert "Reduce-scatter, step 3 of 3" in (page.locator(SVG).first.text_content() or "")
+    n, steps = 4, 2
+    assert (f"each GPU has sent {steps / n:.3g} × the buffer so far, of {2 * (n - 1) / n:.3g} "
+            "in all") in page.locator(READOUT).first.inner_text()
+    chart = Chart(page.locator(SVG).first.evaluate("e => e.outerHTML"))
+    assert f"Ring all-reduce on {n} GPUs, step {steps} of {2 * (n - 1)}" in chart.texts
+    assert chart.texts.count(f"sum of {steps + 1}") == n, chart.texts
+    assert chart.texts.count("full sum") == 1, "only the legend says 'full sum' yet"
     assert_page_clean(app)

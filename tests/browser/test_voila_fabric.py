@@ -1,8 +1,10 @@
 """Notebook 09's fabric explorer as a lecturer sees it: served by Voila, driven in Chromium.
 
-Moving the planes slider redraws the chart and the readout; an odd radix shows a one-line
-status (no traceback) that an even radix clears, restoring the same readout; the page never
-shows a Python error nor logs a browser console error. Helpers are tests/browser/pages.py's.
+Moving the planes slider redraws the chart and the readout, which show the switches, links,
+transceivers and bisection of a radix-64 folded Clos counted by hand (:mod:`.known`); an odd
+radix shows a one-line status (no traceback) that an even radix clears, restoring the same
+readout; the page never shows a Python error nor logs a browser console error. Helpers are
+tests/browser/pages.py's.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from . import known as K
 from .pages import (
     NOTEBOOKS,
     READOUT,
     STATUS,
     assert_control_redraws,
+    assert_known,
     assert_page_clean,
     open_explorer,
     set_int_text,
@@ -43,9 +47,11 @@ def test_planes_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
         app.page.locator(PLANES_HANDLE).first.focus()
         app.page.keyboard.press("ArrowRight")
 
+    assert_known(app, K.clos_planes(1))
     before = assert_control_redraws(app, add_a_plane, "fabric chart")
     assert "1 × 400G" in before
     assert "2 × 400G = 800 Gb/s" in text_of(app.page, READOUT)
+    assert_known(app, K.clos_planes(2))
 
 
 def test_odd_radix_shows_a_status_and_recovers(app: WatchedPage) -> None:
@@ -58,4 +64,4 @@ def test_odd_radix_shows_a_status_and_recovers(app: WatchedPage) -> None:
     set_int_text(page, RADIX_INPUT, 64)
     wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
     assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
-    assert_page_clean(app)
+    assert_known(app, K.clos_planes(1))

@@ -1,9 +1,12 @@
 """Notebook 15's sharding explorer as a lecturer sees it: Voila, driven in headless Chromium.
 
 The whole notebook runs first (JAX on 8 CPU devices, the MPI benchmark under mpiexec). Then:
-another sharding redraws the chart and the readout; a mesh the sharding cannot use shows a
-one-line status (no traceback) that the former mesh clears, restoring the same readout; the
-page never shows a Python error nor logs a browser console error.
+tensor parallelism shows Megatron's four all-reduces of b·s·h per layer, sized by hand
+(:mod:`.known`); another sharding redraws the chart and the readout, and sequence parallelism
+shows a reduce-scatter and an all-gather of b·s·h in place of each all-reduce; a mesh the
+sharding cannot use shows a one-line status (no traceback) that the former mesh clears,
+restoring the same readout; the page never shows a Python error nor logs a browser console
+error.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from . import known as K
 from .pages import (
     NOTEBOOKS,
     READOUT,
     assert_bad_value_recovers,
     assert_control_redraws,
+    assert_known,
     open_explorer,
     text_of,
 )
@@ -65,6 +70,7 @@ def app(warm_cache: None, serve_voila: Callable[[Path], VoilaServer],
 def test_sharding_menu_and_a_mesh_it_cannot_use(app: WatchedPage) -> None:
     page = app.page
     assert "all-reduces of b·s·h" in text_of(page, READOUT)
+    assert_known(app, K.LAB_TP)
     assert_bad_value_recovers(
         app, lambda: page.locator(MESH).first.select_option(label="2 × 4"),
         lambda: page.locator(MESH).first.select_option(label="1 × 4"),
@@ -74,3 +80,4 @@ def test_sharding_menu_and_a_mesh_it_cannot_use(app: WatchedPage) -> None:
         "chart after choosing sequence parallelism")
     assert "reduce-scatter" not in before
     assert "reduce-scatters of b·s·h" in text_of(page, READOUT)
+    assert_known(app, K.LAB_SP)

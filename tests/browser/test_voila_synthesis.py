@@ -1,9 +1,12 @@
 """Notebook 12's scale-up vs scale-out explorer as a lecturer sees it: Voila, driven in Chromium.
 
 Choosing another domain size of the design redraws the chart and the readout (the star moves to
-that size); an empty cluster (0 GPUs) shows a one-line status (no traceback) that the former GPU
-count clears, restoring the same readout; the page never shows a Python error nor logs a browser
-console error. Helpers and timeouts are those of tests/browser/pages.py.
+that size, the charts highlight it, the cluster splits into 1,152 / 36 domains), and the design
+shows what is known without the planner (:mod:`.known`): Llama 3's failure rate on 1,152 GPUs,
+the 400G optics' modules and watts, GPT-3's checkpoint at 14 bytes a parameter; an empty
+cluster (0 GPUs) shows a one-line status (no traceback) that the former GPU count clears,
+restoring the same readout; the page never shows a Python error nor logs a browser console
+error. Helpers and timeouts are those of tests/browser/pages.py.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from . import known as K
 from .pages import (
     NOTEBOOKS,
     READOUT,
     assert_bad_value_recovers,
     assert_control_redraws,
+    assert_known,
     open_explorer,
     set_int_text,
     text_of,
@@ -43,6 +48,7 @@ def test_domain_menu_redraws_chart_and_readout(app: WatchedPage) -> None:
         "domain-size chart")
     assert "★ 72" in before
     assert "★ 36" in text_of(app.page, READOUT)
+    assert_known(app, K.domain_design(36))
 
 
 def test_empty_cluster_shows_a_status_and_recovers(app: WatchedPage) -> None:
@@ -51,3 +57,4 @@ def test_empty_cluster_shows_a_status_and_recovers(app: WatchedPage) -> None:
     assert_bad_value_recovers(app, lambda: set_int_text(page, GPUS_INPUT, 0),
                               lambda: set_int_text(page, GPUS_INPUT, gpus),
                               "n_gpus must be a whole number >= 1")
+    assert_known(app, K.domain_design(72))

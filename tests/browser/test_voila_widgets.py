@@ -1,8 +1,10 @@
 """Notebook 02's memory explorer as a lecturer sees it: served by Voila, driven in Chromium.
 
-Checks that a control change redraws the figure and the readout, that an invalid input
-shows a one-line status (no traceback) and that a valid input clears it again, and that
-the page never shows a Python error nor logs a browser console error.
+Checks that a control change redraws the figure and the readout and that both show the
+activations Korthikanti et al.'s Table 2 gives for the new micro-batch (worked out by hand in
+:mod:`.known`), that an invalid input shows a one-line status (no traceback) and that a valid
+input clears it again, back to the known figures, and that the page never shows a Python error
+nor logs a browser console error.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from . import known as K
 from .pages import (
     NOTEBOOKS,
     READOUT,
     STATUS,
     assert_control_redraws,
+    assert_known,
     assert_page_clean,
     open_explorer,
     set_int_text,
@@ -47,7 +51,9 @@ def test_control_change_redraws_figure_and_readout(app: WatchedPage) -> None:
         for _ in range(3):
             page.keyboard.press("ArrowRight")
 
+    assert_known(app, K.memory_micro_batch(1))
     assert_control_redraws(app, move, "figure")
+    assert_known(app, K.memory_micro_batch(4))
 
 
 def test_invalid_input_shows_status_and_valid_input_clears_it(app: WatchedPage) -> None:
@@ -60,4 +66,4 @@ def test_invalid_input_shows_status_and_valid_input_clears_it(app: WatchedPage) 
     set_int_text(page, TP_INPUT, GOOD_TP)
     wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
     assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
-    assert_page_clean(app)
+    assert_known(app, K.memory_micro_batch(1))
