@@ -489,8 +489,10 @@ def _time_lines(ax: Axes, x, times_s: Mapping[str, Any],
                 colors: Mapping[str, str] | None) -> list[float]:
     """One line per entry of ``times_s``: algorithms (:data:`ALGORITHM_COLORS` keys) in their
     colour and words, the tree dashed so that halving-doubling stays visible under it;
-    other labels as given, in ``colors`` or a fixed cycle. Returns the smallest time drawn."""
-    extra = iter(_OTHER_COLORS * 4)
+    other labels as given, in ``colors`` or a fixed cycle of those not given to another line.
+    Returns the smallest time drawn."""
+    taken = set((colors or {}).values())
+    extra = iter([c for c in _OTHER_COLORS if c not in taken] * 4)
     lows = []
     for key, t in times_s.items():
         t = np.asarray(t, dtype=float)
