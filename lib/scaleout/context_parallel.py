@@ -43,6 +43,8 @@ __all__ = [
     "attention_rate",
     "check_cp",
     "compare_cp_tp",
+    "cp_divides",
+    "cp_problem",
     "cp_sizes",
     "kv_block_bytes",
     "ring_attention_time",
@@ -58,9 +60,51 @@ def _out(value):
     return float(value) if np.ndim(value) == 0 else value
 
 
+def cp_divides(seq_len, cp, *, variant: str = "ring", load_balanced: bool = True,
+               kv_heads: int | None = None):
+    """True where ``cp`` can split a sequence of ``seq_len`` tokens (array-friendly, arguments
+    unchecked; the condition :func:`check_cp` and the planner's rule share).
+
+    Ring attention with causal load balancing cuts the sequence into ``2 cp`` chunks (``cp``
+    without balancing; one GPU needs no cut); the all-to-all variant splits the sequence
+    ``cp`` ways and the ``kv_heads`` key/value heads too.
+    """
+    s, c = np.asarray(seq_len), np.asarray(cp)
+    if variant == "ring":
+        chunks = np.where((c > 1) & bool(load_balanced), 2 * c, c)
+        return s % chunks == 0
+    ok = s % c == 0
+    return ok if kv_heads is None else ok & (kv_heads % c == 0)
+
+
+def cp_problem(seq_len: int, cp: int, *, variant: str = "ring", load_balanced: bool = True,
+               kv_heads: int | None = None, model_name: str = "") -> str | None:
+    """Why ``cp`` cannot split a sequence of ``seq_len`` tokens (a sentence naming the sizes
+    allowed), or None when it can (:func:`cp_divides`)."""
+    s, cp = int(seq_len), int(cp)
+    if bool(cp_divides(s, cp, variant=variant, load_balanced=load_balanced,
+                       kv_heads=kv_heads)):
+        return None
+    if variant == "ring":
+        chunks = 2 * cp if load_balanced and cp > 1 else cp
+        allowed = [c for c in divisors(s) if (s % (2 * c) == 0 or not load_balanced)]
+        shown = ", ".join(map(str, allowed[:12])) + (", ..." if len(allowed) > 12 else "")
+        what = (f"2 x cp = {chunks} (two chunks per GPU balance the causal work)"
+                if load_balanced else f"cp={cp}")
+        return f"cp={cp}: {what} must divide seq_len={s}; allowed: {shown}"
+    try:
+        check_divides("cp", cp, "seq_len", s)
+        if kv_heads is not None:
+            check_divides("cp", cp, f"key/value heads of {model_name or 'the model'} (the "
+                          "all-to-all splits heads)", kv_heads)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def check_cp(seq_len: int, cp: int, *, variant: str = "ring", load_balanced: bool = True,
              model: str | ModelSpec | None = None) -> int:
-    """``cp`` if it can split a sequence of ``seq_len`` tokens.
+    """``cp`` if it can split a sequence of ``seq_len`` tokens (:func:`cp_divides`).
 
     Ring attention with causal load balancing cuts the sequence into ``2 cp`` chunks, so
     ``2 cp`` must divide ``seq_len`` (``cp`` without balancing); the all-to-all variant
@@ -76,20 +120,12 @@ def check_cp(seq_len: int, cp: int, *, variant: str = "ring", load_balanced: boo
     cp = check_int("cp", cp)
     check_choice("variant", variant, VARIANTS)
     check_bool("load_balanced", load_balanced)
-    if variant == "ring":
-        chunks = 2 * cp if load_balanced and cp > 1 else cp
-        if s % chunks:
-            allowed = [c for c in divisors(s) if (s % (2 * c) == 0 or not load_balanced)]
-            shown = ", ".join(map(str, allowed[:12])) + (", ..." if len(allowed) > 12 else "")
-            what = (f"2 x cp = {chunks} (two chunks per GPU balance the causal work)"
-                    if load_balanced else f"cp={cp}")
-            raise ValueError(f"cp={cp}: {what} must divide seq_len={s}; allowed: {shown}")
-        return cp
-    check_divides("cp", cp, "seq_len", s)
-    if model is not None:
-        m = catalog.model(model)
-        check_divides("cp", cp, f"key/value heads of {m.name} (the all-to-all splits heads)",
-                      m.kv_heads)
+    m = catalog.model(model) if model is not None and variant != "ring" else None
+    problem = cp_problem(s, cp, variant=variant, load_balanced=load_balanced,
+                         kv_heads=m.kv_heads if m is not None else None,
+                         model_name=m.name if m is not None else "")
+    if problem:
+        raise ValueError(problem)
     return cp
 
 

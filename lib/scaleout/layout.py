@@ -1,10 +1,13 @@
 """A parallel layout, and the one table of rules that makes it valid.
 
-A *layout* (:class:`Plan`) splits the training of one model over ``n = tp × pp × dp`` GPUs:
-tensor parallelism (``tp``) splits every matrix, pipeline parallelism (``pp``) splits the
-layers into stages, data parallelism (``dp``) copies the result and splits the batch; ZeRO
-shards model state over the copies; sequence parallelism, activation recomputation, the
-micro-batch size and the interleaved schedule trade memory for time.
+A *layout* (:class:`Plan`) splits the training of one model over ``n = tp × cp × pp × dp``
+GPUs: tensor parallelism (``tp``) splits every matrix, context parallelism (``cp``) splits
+every sequence, pipeline parallelism (``pp``) splits the layers into stages, data parallelism
+(``dp``) copies the result and splits the batch; ZeRO shards model state over the copies;
+sequence parallelism, activation recomputation, the micro-batch size and the interleaved
+schedule trade memory for time. A mixture of experts regroups the ``tp × cp × dp`` GPUs of a
+pipeline stage for its expert layers as ``ep × edp`` (expert parallelism ``ep``, expert
+tensor parallelism 1: Megatron-Core's "parallel folding", :func:`scaleout.moe.fold`).
 
 Which layouts are valid is written once, in :data:`RULES`: each rule has a name, a sentence
 for the one layout that breaks it, and a vectorised test over arrays of layouts. Everything
@@ -22,7 +25,9 @@ parallelism splits heads and stays inside an NVLink domain; the interleaved sche
 ``v`` to divide a stage's layers and ``m`` to be a multiple of ``pp``; Narayanan et al. 2021,
 Sec. 2.2 and 3), DeepSpeed ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
 its pipeline docs) and Korthikanti et al. 2022 (sequence parallelism rides on tensor
-parallelism). Taught in notebooks 02, 05 and 08.
+parallelism), Megatron-Core's mixture-of-experts and context-parallel checks (its MoE
+README; Transformer Engine's attention for CP) and DeepSeek-V3's DualPipe (arXiv 2412.19437
+Sec. 3.2.1). Taught in notebooks 02, 05, 08, 13 and 14.
 """
 
 from __future__ import annotations
@@ -55,14 +60,18 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 # =========================================================================== the layout
 @dataclass(frozen=True)
 class Plan:
-    """One way to split training over ``tp × pp × dp`` GPUs.
+    """One way to split training over ``tp × cp × pp × dp`` GPUs.
 
-    ``global_batch`` is in sequences (default ``dp × micro_batch``); ``interleave`` is ``v``,
-    model chunks per GPU (1: plain 1F1B); ``recompute`` one of :data:`RECOMPUTE_MODES`;
-    ``seq_len`` defaults to the model's. ``zero_shard`` is the size of ZeRO's shard groups:
-    model state is sharded over that many data-parallel ranks and replicated across the
-    ``dp / zero_shard`` groups (hybrid sharding: PyTorch FSDP's ``HYBRID_SHARD``, torchtitan's
-    HSDP, Megatron-Core's distributed-optimizer instances); None shards over all ``dp``.
+    ``cp`` splits each sequence over that many GPUs (context parallelism); ``ep`` spreads a
+    mixture of experts' routed experts over that many GPUs of a pipeline stage (expert
+    parallelism; the stage's ``tp × cp × dp`` GPUs regrouped as ``ep × edp``, each expert
+    whole on its GPU). ``global_batch`` is in sequences (default ``dp × micro_batch``);
+    ``interleave`` is ``v``, model chunks per GPU (1: plain 1F1B); ``recompute`` one of
+    :data:`RECOMPUTE_MODES`; ``seq_len`` defaults to the model's. ``zero_shard`` is the size
+    of ZeRO's shard groups: model state is sharded over that many data-parallel ranks and
+    replicated across the ``dp / zero_shard`` groups (hybrid sharding: PyTorch FSDP's
+    ``HYBRID_SHARD``, torchtitan's HSDP, Megatron-Core's distributed-optimizer instances);
+    None shards over all ``dp``.
     """
 
     tp: int = 1
@@ -77,9 +86,11 @@ class Plan:
     flash_attention: bool = False
     seq_len: int | None = None
     zero_shard: int | None = None
+    cp: int = 1
+    ep: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "micro_batch", "interleave"):
+        for name in ("tp", "pp", "dp", "micro_batch", "interleave", "cp", "ep"):
             object.__setattr__(self, name, check_int(name, getattr(self, name)))
         batch = self.global_batch if self.global_batch is not None else self.dp * self.micro_batch
         object.__setattr__(self, "global_batch", check_int("global_batch", batch))
@@ -104,8 +115,14 @@ class Plan:
 
     @property
     def n_gpus(self) -> int:
-        """``tp × pp × dp``."""
-        return self.tp * self.pp * self.dp
+        """``tp × cp × pp × dp``."""
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def edp(self) -> int:
+        """Expert data-parallel size: the copies of each expert, ``tp cp dp / ep``
+        (:func:`scaleout.moe.fold` with expert tensor parallelism 1)."""
+        return self.tp * self.cp * self.dp // self.ep
 
     @property
     def micro_batches(self) -> int:
@@ -114,8 +131,11 @@ class Plan:
 
     @property
     def label(self) -> str:
-        """``"TP8 PP8 DP16, b=1, v=3, ZeRO-1, SP, selective"``."""
-        parts = [f"TP{self.tp} PP{self.pp} DP{self.dp}", f"b={self.micro_batch}"]
+        """``"TP8 PP8 DP16, b=1, v=3, ZeRO-1, SP, selective"`` (``CP2`` after TP and ``EP64``
+        after DP where they are above 1)."""
+        split = (f"TP{self.tp}" + (f" CP{self.cp}" if self.cp > 1 else "")
+                 + f" PP{self.pp} DP{self.dp}" + (f" EP{self.ep}" if self.ep > 1 else ""))
+        parts = [split, f"b={self.micro_batch}"]
         if self.interleave > 1:
             parts.append(f"v={self.interleave}")
         if self.zero_stage:
@@ -130,7 +150,7 @@ class Plan:
 #: The fields of a layout as arrays (one entry per layout), as the search holds them
 #: (``zero_shard`` as the shard group's size: ``dp`` where the plan shards over all of it).
 FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute",
-          "zero_shard")
+          "zero_shard", "cp", "ep")
 
 
 def plan_arrays(plans: Iterable[Plan]) -> dict[str, np.ndarray]:
@@ -150,7 +170,11 @@ class Facts:
 
     A field left as None is unknown, and the rules that need it are not applied (a layout
     is checked against the batch before any model is chosen, against the model's shape
-    before any network is).
+    before any network is). ``experts`` is 0 for a dense model; ``precision`` is the
+    sentence saying why the GPU cannot run the recipe (empty when it can:
+    :func:`scaleout.memory.precision_problem`); ``cp_variant`` is the framework's context
+    parallelism (``""``: none), ``expert_parallel`` whether it has expert parallelism,
+    ``pipeline_schedule`` its schedule (``"1f1b"`` or ``"dualpipe"``).
     """
 
     model: str = ""
@@ -165,25 +189,45 @@ class Facts:
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     max_zero_with_pp: int = 1
     hybrid_shard: bool = True
+    experts: int | None = None
+    seq_len: int | None = None
+    flash_attention: bool | None = None
+    cp_variant: str = "ring"
+    expert_parallel: bool = True
+    pipeline_schedule: str = "1f1b"
+    precision: str = ""
 
     @classmethod
     def of(cls, model, gpus_per_node: int | None = None, *, uneven_layers: bool = False,
            allow_tp_across_nodes: bool = False, relaxable: bool = False,
-           framework=None) -> Facts:
-        """The facts of a :class:`~scaleout.catalog.ModelSpec` (and a node size, and the
-        framework whose ZeRO rules apply: a :class:`scaleout.plan.frameworks.Framework`).
+           framework=None, seq_len: int | None = None, flash_attention: bool | None = None,
+           recipe=None, gpu=None) -> Facts:
+        """The facts of a :class:`~scaleout.catalog.ModelSpec` (and a node size, the framework
+        whose rules apply, a :class:`scaleout.plan.frameworks.Framework`; the sequence length,
+        the attention kernels, the precision recipe and the GPU, where known).
 
         ``relaxable``: the caller offers ``uneven_layers`` and ``allow_tp_across_nodes``
         (the planner does), so messages may suggest them.
         """
-        zero = {} if framework is None else {
+        extra: dict = {} if framework is None else {
             "framework": framework.name, "zero_stages": tuple(framework.zero_stages),
             "max_zero_with_pp": framework.max_zero_with_pp,
-            "hybrid_shard": framework.hybrid_shard}
+            "hybrid_shard": framework.hybrid_shard, "cp_variant": framework.cp_variant,
+            "expert_parallel": framework.expert_parallel,
+            "pipeline_schedule": framework.pipeline_schedule}
+        if seq_len is not None:
+            extra["seq_len"] = check_int("seq_len", seq_len)
+        if flash_attention is not None:
+            extra["flash_attention"] = check_bool("flash_attention", flash_attention)
+        if recipe is not None and gpu is not None:
+            from .memory import precision_problem
+
+            extra["precision"] = precision_problem(recipe, gpu) or ""
         return cls(model.name, model.n_heads, model.kv_heads, model.n_layers, gpus_per_node,
                    check_bool("uneven_layers", uneven_layers),
                    check_bool("allow_tp_across_nodes", allow_tp_across_nodes),
-                   check_bool("relaxable", relaxable), **zero)
+                   check_bool("relaxable", relaxable),
+                   experts=model.experts if model.is_moe else 0, **extra)
 
 
 def allowed_divisors(total: int, limit: int = 12) -> str:
@@ -193,6 +237,16 @@ def allowed_divisors(total: int, limit: int = 12) -> str:
     options = divisors(int(total))
     shown = options if len(options) <= limit else [*options[: limit - 1], "...", options[-1]]
     return ", ".join(map(str, shown))
+
+
+def _get(a, name: str):
+    """Field ``name`` of arrays of layouts, 1 where absent (``cp``, ``ep``: a caller that
+    predates them means none)."""
+    return a[name] if name in a else np.ones((), dtype=np.int64)
+
+
+def _micro_batches(a):
+    return a["global_batch"] // (a["dp"] * a["micro_batch"])
 
 
 def _shard(a):
@@ -331,7 +385,94 @@ RULES: tuple[Rule, ...] = (
          lambda r, f: (f"zero_stage={r['zero_stage']} shards over data-parallel copies, but "
                        "dp=1: use zero_stage 0"),
          "ZeRO partitions model state over the data-parallel group (Rajbhandari et al. 2020)"),
+    Rule("cp_offered", (),
+         lambda a, f: (_get(a, "cp") == 1) | bool(f.cp_variant),
+         lambda r, f: (f"cp={r['cp']}: {f.framework or 'this framework'} has no context "
+                       "parallelism; allowed: cp=1 (megatron-core and torchtitan split "
+                       "sequences with ring attention)"),
+         "each framework's context parallelism (scaleout.plan.frameworks)"),
+    Rule("cp_flash", ("flash_attention",),
+         lambda a, f: (_get(a, "cp") == 1) | bool(f.flash_attention),
+         lambda r, f: (f"cp={r['cp']} needs flash_attention=True: ring attention computes "
+                       "attention block by block and never stores the score matrices, as "
+                       "flash attention does; allowed: cp=1 without it"),
+         "Liu et al. 2023 (arXiv 2310.01889) Sec. 3: blockwise attention in the ring"),
+    Rule("cp_sequence", ("seq_len",),
+         lambda a, f: _cp_divides(f, _get(a, "cp")),
+         lambda r, f: _cp_message(f, r["cp"]),
+         "load-balanced ring attention: two chunks of s/(2 cp) tokens per GPU "
+         "(scaleout.context_parallel.check_cp)"),
+    Rule("ep_needs_moe", ("experts",),
+         lambda a, f: (_get(a, "ep") == 1) | (f.experts > 0),
+         lambda r, f: f"ep={r['ep']}: model {f.model!r} has no experts; allowed: ep=1",
+         "expert parallelism splits a mixture of experts' experts (GShard, Lepikhin et al. "
+         "2021)"),
+    Rule("ep_experts", ("experts",),
+         lambda a, f: (f.experts == 0) | (f.experts % _get(a, "ep") == 0),
+         lambda r, f: _divides_message("ep", r["ep"], f"experts of {f.model}", f.experts),
+         "every expert-parallel rank holds E/ep whole experts (Megatron-Core MoELayer)"),
+    Rule("ep_fold", (),
+         lambda a, f: (a["tp"] * _get(a, "cp") * a["dp"]) % _get(a, "ep") == 0,
+         lambda r, f: (f"ep={r['ep']} must divide tp × cp × dp = {r['tp']} × {r['cp']} × "
+                       f"{r['dp']} = {r['tp'] * r['cp'] * r['dp']}: the expert-parallel groups "
+                       "are carved out of one pipeline stage's GPUs; allowed: "
+                       f"{allowed_divisors(r['tp'] * r['cp'] * r['dp'])}"),
+         "MoE parallel folding (Liu et al. 2025, arXiv 2504.14960, Sec. 3; scaleout.moe.fold)"),
+    Rule("ep_offered", (),
+         lambda a, f: (_get(a, "ep") == 1) | bool(f.expert_parallel),
+         lambda r, f: (f"ep={r['ep']}: {f.framework or 'this framework'} has no expert "
+                       "parallelism; allowed: ep=1 (megatron-core, torchtitan and "
+                       "deepseek-hai-llm have it)"),
+         "each framework's expert parallelism (scaleout.plan.frameworks)"),
+    Rule("moe_tp_sp", ("experts",),
+         lambda a, f: (f.experts == 0) | (a["tp"] == 1) | a["sp"].astype(bool),
+         lambda r, f: (f"tp={r['tp']} in a mixture of experts needs sp=True: each "
+                       "tensor-parallel rank routes its own share of the tokens (sequence "
+                       "parallelism); allowed: sp=True, or tp=1"),
+         "Megatron-Core's MoE README: with expert and tensor parallelism, sequence "
+         "parallelism must be used"),
+    Rule("fp8_gpu", (),
+         lambda a, f: np.asarray(not f.precision),
+         lambda r, f: f.precision,
+         "FP8 recipes need FP8 tensor cores (scaleout.memory.check_precision)"),
+    Rule("dualpipe_shape", (),
+         lambda a, f: ((f.pipeline_schedule != "dualpipe") | (a["pp"] == 1)
+                       | ((a["pp"] % 2 == 0) & (a["interleave"] == 1)
+                          & (_micro_batches(a) % 2 == 0))),
+         lambda r, f: (f"{f.framework or 'DualPipe'} runs DualPipe, which needs an even number "
+                       f"of pipeline stages and of micro-batches and no interleaving: pp="
+                       f"{r['pp']}, {r['global_batch'] // (r['dp'] * r['micro_batch'])} "
+                       f"micro-batches, interleave={r['interleave']}; allowed: pp even (or 1), "
+                       "an even number of micro-batches, interleave=1"),
+         "DeepSeek-V3 report (arXiv 2412.19437) Sec. 3.2.1: stages and micro-batches "
+         "divisible by 2"),
 )
+
+
+def _cp_divides(f: Facts, cp):
+    from .context_parallel import cp_divides
+
+    a2a = f.cp_variant == "all-to-all"
+    return cp_divides(f.seq_len, cp, variant="all-to-all" if a2a else "ring",
+                      kv_heads=f.kv_heads if a2a else None)
+
+
+def _cp_message(f: Facts, cp: int) -> str:
+    from .context_parallel import cp_problem
+
+    a2a = f.cp_variant == "all-to-all"
+    return cp_problem(f.seq_len, cp, variant="all-to-all" if a2a else "ring",
+                      kv_heads=f.kv_heads if a2a else None, model_name=f.model) or ""
+
+
+def _divides_message(name: str, value: int, what: str, total: int) -> str:
+    from .checks import check_divides
+
+    try:
+        check_divides(name, value, what, total)
+    except ValueError as e:
+        return str(e)
+    return ""
 
 _BY_NAME = {rule.name: rule for rule in RULES}
 

@@ -59,6 +59,7 @@ __all__ = [
     "model_state_bytes",
     "param_breakdown",
     "param_count",
+    "precision_problem",
     "recompute_code",
     "stage_params",
     "stage_params_arrays",
@@ -370,15 +371,25 @@ def check_precision(recipe: str | PrecisionRecipe, gpu: str | GPU) -> PrecisionR
         cores ...``, naming the GPUs that have them and the 16-bit recipes.
     """
     r = get_recipe(recipe)
-    g = catalog.gpu(gpu)
-    if r.fp8 and g.fp8_dense_tflops is None:
-        with_fp8 = [x.name for x in catalog.gpus() if x.fp8_dense_tflops is not None]
-        other = [name for name, x in RECIPES.items() if not x.fp8]
-        raise ValueError(f"recipe {r.name!r} multiplies in FP8, but gpu {g.name!r} has no "
-                         f"FP8 tensor cores (no fp8_dense_tflops in data/gpus.toml); allowed: "
-                         f"a GPU with FP8 ({', '.join(with_fp8)}) or a recipe without it "
-                         f"({', '.join(other)})")
+    problem = precision_problem(r, catalog.gpu(gpu))
+    if problem:
+        raise ValueError(problem)
     return r
+
+
+def precision_problem(recipe: str | PrecisionRecipe, gpu: str | GPU) -> str | None:
+    """Why ``gpu`` cannot run ``recipe`` (an FP8 recipe on a GPU without FP8 tensor cores), as
+    a sentence naming the GPUs and recipes allowed; None when it can. The sentence of
+    :func:`check_precision` and of the planner's rule (:data:`scaleout.layout.RULES`)."""
+    r = get_recipe(recipe)
+    g = catalog.gpu(gpu)
+    if not (r.fp8 and g.fp8_dense_tflops is None):
+        return None
+    with_fp8 = [x.name for x in catalog.gpus() if x.fp8_dense_tflops is not None]
+    other = [name for name, x in RECIPES.items() if not x.fp8]
+    return (f"recipe {r.name!r} multiplies in FP8, but gpu {g.name!r} has no FP8 tensor "
+            f"cores (no fp8_dense_tflops in data/gpus.toml); allowed: a GPU with FP8 "
+            f"({', '.join(with_fp8)}) or a recipe without it ({', '.join(other)})")
 
 
 @dataclass(frozen=True)

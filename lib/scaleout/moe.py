@@ -102,13 +102,13 @@ def check_ep(model: str | ModelSpec, ep: int) -> int:
         ``ep=3 must divide experts=256; allowed: 1, 2, 4, ...``, or ``ep > 1`` for a
         dense model.
     """
+    from . import layout
+
     m = catalog.model(model)
     ep = check_int("ep", ep)
-    if not m.is_moe:
-        if ep > 1:
-            raise ValueError(f"ep={ep}: model {m.name!r} has no experts; allowed: ep=1")
-        return ep
-    check_divides("ep", ep, f"experts of {m.name}", m.experts)
+    # the planner's rules (scaleout.layout.RULES), on a layout whose stage holds ep GPUs
+    layout.check(layout.Plan(dp=ep, ep=ep), layout.Facts.of(m),
+                 only=("ep_needs_moe", "ep_experts"))
     return ep
 
 
@@ -778,7 +778,9 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
     hidden = overlap * min(a2a, compute_mb)
     per_mb = compute_mb + tp_comm + cp_comm + a2a - hidden
     if schedule == "dualpipe":
-        bubble = max(pp / 2 - 1, 0) * 2 * (per_mb / 3)
+        from .pipeline import dualpipe_bubble_s
+
+        bubble = float(dualpipe_bubble_s(pp, per_mb / 3))
         p2p = 0.0
     else:
         bubble = (pp - 1) / v * per_mb

@@ -183,26 +183,19 @@ class CatalogName(Rule):
     """
 
     kind: str = "model"
-    dense: bool = False
 
     def check(self, name: str, value: Any) -> str:
         from . import catalog
 
         if not isinstance(value, str):
             raise ValueError(f"{name} must be the name of a {self.kind}, got {value!r}")
-        entry = getattr(catalog, self.kind)(value)
-        if self.dense and getattr(entry, "is_moe", False):
-            raise ValueError(f"{name}={value!r} is a mixture-of-experts model, which the "
-                             "planner does not plan yet (notebook 13 estimates its step); "
-                             f"dense models: {', '.join(self.options()[:8])}, ...")
+        getattr(catalog, self.kind)(value)
         return value
 
     def options(self) -> list[str]:
-        """The catalog's names (the dense models only, for ``dense``)."""
+        """The catalog's names."""
         from . import catalog
 
-        if self.dense:
-            return catalog.dense_model_names()
         return getattr(catalog, f"{self.kind}_names")()
 
 
@@ -375,9 +368,6 @@ def _optics_choices() -> list[str]:
 
 
 MODEL = CatalogName("model", doc="a catalog model: scaleout.catalog.model_names()")
-#: A model the planner can plan (dense; mixture-of-experts models are refused, naming why).
-DENSE_MODEL = CatalogName("model", dense=True,
-                          doc="a dense catalog model: scaleout.catalog.dense_model_names()")
 GPU = CatalogName("gpu", doc="a catalog GPU: scaleout.catalog.gpu_names()")
 RECIPE = Choice(_recipes, doc="bytes-per-parameter convention: scaleout.memory.RECIPES")
 RECOMPUTE = Choice(_recompute, doc="activation recomputation: none, selective or full")
@@ -466,6 +456,17 @@ def _agree_08(p: dict[str, Any]) -> None:
                 seq_len=p["seq_len"])
     plan.search(p["tiny_batch_model_name"], p["gpu_name"], p["tiny_batch_gpus"],
                 p["tiny_batch"], seq_len=p["seq_len"])
+    # section 9: a mixture of experts under a framework with expert parallelism, a long sequence
+    fw = plan.framework(p["moe_framework"])
+    if not fw.expert_parallel:
+        have = [n for n in plan.framework_names() if plan.framework(n).expert_parallel]
+        raise ValueError(f"moe_framework={p['moe_framework']!r} has no expert parallelism; "
+                         f"allowed: {', '.join(have)}")
+    plan.search(p["moe_model_name"], p["moe_gpu_name"], p["moe_gpus"], p["moe_batch"],
+                seq_len=p["moe_seq_len"], recipe=p["moe_recipe"], framework=fw,
+                flash_attention=True)
+    plan.search(p["long_model_name"], p["long_gpu_name"], p["long_gpus"], p["long_batch"],
+                seq_len=p["long_seq_len"], flash_attention=True)
 
 
 def _agree_09(p: dict[str, Any]) -> None:
@@ -566,10 +567,19 @@ def _agree_13(p: dict[str, Any]) -> None:
     memory.check_precision(p["recipe"], p["gpu_name"])
     for d in p["domain_sizes"]:
         checks.check_int("each of domain_sizes", d, maximum=1024)
-    # the Mixtral section's layout must exist and divide
-    moe.step_estimate(p["mixtral_name"], p["mixtral_gpu_name"], p["mixtral_gpus"],
-                      global_batch=p["mixtral_batch"], pp=p["mixtral_pp"], ep=p["mixtral_ep"],
-                      recipe="megatron-bf16", seq_len=p["mixtral_seq_len"])
+    # the Mixtral section's layout must exist and divide, and some layout must fit
+    from . import plan
+
+    if p["mixtral_gpus"] % p["mixtral_pp"]:
+        raise ValueError(f"mixtral_pp={p['mixtral_pp']} must divide mixtral_gpus="
+                         f"{p['mixtral_gpus']}; allowed: "
+                         f"{', '.join(map(str, checks.divisors(p['mixtral_gpus'])[:12]))}")
+    layout = plan.Plan(pp=p["mixtral_pp"], dp=p["mixtral_gpus"] // p["mixtral_pp"],
+                       ep=p["mixtral_ep"], global_batch=p["mixtral_batch"],
+                       seq_len=p["mixtral_seq_len"], zero_stage=1, flash_attention=True)
+    plan.evaluate(p["mixtral_name"], p["mixtral_gpu_name"], layout, recipe="megatron-bf16")
+    plan.search(p["mixtral_name"], p["mixtral_gpu_name"], p["mixtral_gpus"], p["mixtral_batch"],
+                seq_len=p["mixtral_seq_len"], recipe="megatron-bf16", flash_attention=True)
 
 
 def _agree_14(p: dict[str, Any]) -> None:
@@ -667,16 +677,23 @@ SPECS: dict[str, Spec] = {
         "cpu_core_ghz": Number(0.1, 10.0),
     }, _agree_07),
     "08_3d_parallelism_planner": Spec({
-        "model_name": DENSE_MODEL, "gpu_name": GPU, "n_gpus": Int(1, MAX_GPUS),
+        "model_name": MODEL, "gpu_name": GPU, "n_gpus": Int(1, MAX_GPUS),
         "global_batch": Int(1, 10**7), "seq_len": Int(128, 1_048_576),
         "gpus_per_node": Int(1, 1024), "network_name": OPTIONAL_PORT,
         "tokens": Number(1e6, 1e15), "flash_attention": Flag(), "uneven_layers": Flag(),
         "framework": Choice(_frameworks),
-        "rack_model_name": DENSE_MODEL, "rack_gpu_name": GPU, "rack_gpus": Int(1, MAX_GPUS),
-        "rack_batch": Int(1, 10**7), "small_model_name": DENSE_MODEL,
+        "rack_model_name": MODEL, "rack_gpu_name": GPU, "rack_gpus": Int(1, MAX_GPUS),
+        "rack_batch": Int(1, 10**7), "small_model_name": MODEL,
         "small_gpus": Int(1, MAX_GPUS),
-        "small_batch": Int(1, 10**7), "tiny_batch_model_name": DENSE_MODEL,
+        "small_batch": Int(1, 10**7), "tiny_batch_model_name": MODEL,
         "tiny_batch_gpus": Int(1, MAX_GPUS), "tiny_batch": Int(1, 10**7),
+        "moe_model_name": Choice(_moe_models, doc="a catalog mixture-of-experts model"),
+        "moe_gpu_name": GPU, "moe_gpus": Int(1, MAX_GPUS), "moe_batch": Int(1, 10**7),
+        "moe_seq_len": Int(128, 1_048_576), "moe_recipe": RECIPE,
+        "moe_framework": Choice(_frameworks, doc="a framework preset with expert parallelism"),
+        "long_model_name": MODEL, "long_gpu_name": GPU, "long_gpus": Int(1, MAX_GPUS),
+        "long_batch": Int(1, 10**7),
+        "long_seq_len": Int(32768, 1_048_576, doc="a long sequence: 32,768 tokens or more"),
     }, _agree_08),
     "09_clos_fabrics": Spec({
         "n_gpus": Int(2, MAX_GPUS), "radix": Int(4, 2048, step=2), "port_gbps": Number(1.0, 1e5),
@@ -712,7 +729,7 @@ SPECS: dict[str, Spec] = {
         "jitter": Number(0.0, 1.0),
     }, _agree_11),
     "12_scale_up_vs_scale_out": Spec({
-        "model_name": DENSE_MODEL, "gpu_name": GPU, "n_gpus": Int(8, MAX_GPUS),
+        "model_name": MODEL, "gpu_name": GPU, "n_gpus": Int(8, MAX_GPUS),
         "global_batch": Int(1, 10**7), "tokens": Number(1e6, 1e15),
         "domain_sizes": ListOf(Int(1, 1024), 1, 8, unique=True), "design_domain": Int(1, 1024),
         "network_name": OPTIONAL_PORT,
@@ -737,7 +754,7 @@ SPECS: dict[str, Spec] = {
         "mpi_algorithms": ListOf(Choice(_mpi_algorithms), 1, 6, unique=True),
         "mpi_max_bytes": Int(8, 2**30), "mpi_timeout_s": Number(1.0, 3600.0),
         "log_names": ListOf(Choice(_log_names), 1, 6, unique=True),
-        "plan_model": DENSE_MODEL, "plan_gpu": GPU, "plan_gpus": Int(1, MAX_GPUS),
+        "plan_model": MODEL, "plan_gpu": GPU, "plan_gpus": Int(1, MAX_GPUS),
         "plan_batch": Int(1, 10**7),
     }, _agree_15),
     "13_mixture_of_experts": Spec({
@@ -765,7 +782,7 @@ SPECS: dict[str, Spec] = {
         "micro_batch": Int(1, 64), "dp": Int(2, MAX_GPUS),
     }, _agree_14),
     "reports/cluster_plan": Spec({
-        "model_name": Choice(lambda: [*DENSE_MODEL.options(), "custom"]),
+        "model_name": Choice(lambda: [*MODEL.options(), "custom"]),
         "custom_layers": Int(0, 10**6), "custom_hidden": Int(0, 10**6),
         "custom_heads": Int(0, 10**6), "custom_vocab": Int(0, 10**7),
         "seq_len": Int(0, 1_048_576), "tokens": Number(1e6, 1e15, open_low=True),

@@ -73,6 +73,8 @@ __all__ = [
     "W",
     "activation_bytes_per_stage",
     "bubble_fraction",
+    "dualpipe_bubble_s",
+    "dualpipe_in_flight",
     "in_flight_arrays",
     "in_flight_closed_form",
     "layer_assignment",
@@ -128,6 +130,26 @@ def bubble_fraction(schedule: str, p: int, m: int, v: int = 1, *,
         t_w = share * t_b
         return (p - 1) * max(t_f + (t_b - t_w) - t_w, 0.0) / (m * (t_f + t_b))
     return (p - 1) / m
+
+
+def dualpipe_bubble_s(p, forward_s):
+    """Idle seconds of DualPipe's bubble for ``p`` stages whose forward chunk takes
+    ``forward_s`` (array-friendly; arguments unchecked).
+
+    DeepSeek-V3 report (arXiv 2412.19437), Table 2: ``(p/2 - 1)(F&B + B - 3W)``, with ``F`` a
+    forward chunk, ``B`` a full backward chunk, ``W`` its weight-gradient part and ``F&B``
+    a forward and a backward chunk run as one overlapped pair. Taking the usual ``B = 2F``,
+    ``W = F`` and ``F&B = F + B`` it is ``(p/2 - 1) × 2F`` (1F1B's, by the same count, is
+    ``(p - 1) × 3F``); none for one or two stages.
+    """
+    p = np.asarray(p, dtype=float)
+    return np.maximum(p / 2 - 1, 0.0) * 2 * np.asarray(forward_s, dtype=float)
+
+
+def dualpipe_in_flight(p):
+    """Micro-batches of activations a GPU holds under DualPipe: ``p + 1`` (DeepSeek-V3
+    report, Table 2; 1F1B's first stage holds ``p``). Array-friendly."""
+    return np.asarray(p, dtype=float) + 1
 
 
 def utilisation(schedule: str, p: int, m: int, v: int = 1, **times) -> float:

@@ -892,6 +892,8 @@ STEP_COLORS = {
     "backward": "#aec7e8",
     "recompute": "#9467bd",
     "tp_comm": "#ff7f0e",
+    "cp_comm": "#e377c2",
+    "ep_comm": "#17becf",
     "bubble": "#bbbbbb",
     "p2p": "#8c564b",
     "dp_comm": "#d62728",

@@ -38,8 +38,10 @@ GOODPUT_WARNING = 0.95
 #: Share of an iteration (bubble + communication not hidden) above which the network is.
 COMMUNICATION_WARNING = 0.25
 #: Parts of an iteration that are waiting rather than computing (:data:`scaleout.plan.STEP_PARTS`).
-_WAITING = ("tp_comm", "bubble", "p2p", "dp_comm")
-_WAITING_WORDS = {"tp_comm": "tensor-parallel all-reduces", "bubble": "the pipeline bubble",
+_WAITING = ("tp_comm", "cp_comm", "ep_comm", "bubble", "p2p", "dp_comm")
+_WAITING_WORDS = {"tp_comm": "tensor-parallel all-reduces",
+                  "cp_comm": "ring attention's key/value exchange",
+                  "ep_comm": "the experts' all-to-alls", "bubble": "the pipeline bubble",
                   "p2p": "pipeline sends", "dp_comm": "data-parallel communication"}
 
 

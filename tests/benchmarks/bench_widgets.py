@@ -102,3 +102,27 @@ def test_control_change(benchmark, explorer_cls: type[Explorer], results_table) 
                        f"{median_ms:.2f}", str(benchmark.stats.stats.rounds),
                        f"< {TARGET_MS:.0f} ms {verdict}"))
     assert median_ms < TARGET_MS, f"median {median_ms:.1f} ms per event (target {TARGET_MS} ms)"
+
+
+def test_scale_up_model_changes(benchmark, results_table) -> None:
+    """Notebook 01's explorer through four catalog models of very different sizes (8B to 1T):
+    each change recomputes the holding plan and redraws the chart. Same target per event."""
+    from scaleout.widgets.scale_up import ScaleUpExplorer
+
+    explorer = ScaleUpExplorer(model="gpt3-175b", gpu="A100-SXM4-80GB", recipe="mixed-adam")
+    models = ("llama3-8b", "megatron-1t", "gpt3-175b", "llama3-405b")
+
+    def four_changes() -> None:
+        for name in models:
+            explorer.controls["model"].value = name
+
+    benchmark(four_changes)
+    assert explorer.error is None, explorer.error
+    per_event_ms = benchmark.stats.stats.median * 1e3 / len(models)
+    table = results_table("Widget events: one control change (recompute + redraw)",
+                          ("explorer", "control toggled", "median ms", "rounds", "target"))
+    verdict = "ok" if per_event_ms < TARGET_MS else "TOO SLOW"
+    table.rows.append(("ScaleUpExplorer", f"model: {', '.join(models)} (per change)",
+                       f"{per_event_ms:.2f}", str(benchmark.stats.stats.rounds),
+                       f"< {TARGET_MS:.0f} ms {verdict}"))
+    assert per_event_ms < TARGET_MS, f"{per_event_ms:.1f} ms per event (target {TARGET_MS} ms)"

@@ -100,3 +100,127 @@ def test_bad_input(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
 
+
+
+def test_crossovers_of_other_algorithms_by_hand():
+    """α = 1 µs, B = 50 GB/s, n = 64. A double binary tree's all-reduce takes 12 steps and
+    sends 2S: latency and bandwidth terms meet at S* = 12αB/2 = 300 kB. Tree against ring:
+    12α + 2S/B = 126α + (126/64)S/B at S = (126 - 12)·αB / (2 - 126/64) = 182.4 MB. SHARP
+    (2 steps, S) beats the ring at every size: no crossover."""
+    ab = C.AlphaBeta(1e-6, 50e9)
+    assert C.crossover_bytes("all_reduce", 64, ab, "tree") == pytest.approx(3e5, rel=1e-12)
+    assert C.algorithm_crossover_bytes("all_reduce", 64, ab, "tree", "ring") == \
+        pytest.approx(1.824e8, rel=1e-12)
+    assert math.isnan(C.algorithm_crossover_bytes("all_reduce", 64, ab, "ring", "sharp"))
+    assert C.algorithm_crossover_bytes("all_reduce", 64, ab, "ring", "tree") == \
+        pytest.approx(1.824e8, rel=1e-12)  # the same crossing, either way round
+    assert C.cost_terms("all_reduce", 3.0, 8) == (14, 5.25)  # a ring unless told otherwise
+
+
+def test_nccl_tests_prediction_of_a_tree_and_a_network_label():
+    """A tree all-reduce of 1 GB on 64 GPUs at α = 1 µs, B = 50 GB/s: 12 µs + 2 GB / B =
+    40.012 ms, algbw = S/t, busbw = algbw · 2(n-1)/n (NCCL-tests PERFORMANCE.md)."""
+    ab = C.AlphaBeta(1e-6, 50e9)
+    pred = C.nccl_tests_prediction("all_reduce", 1e9, 64, ab, "tree")
+    t = 12e-6 + 2e9 / 50e9
+    assert pred["time_us"] == pytest.approx(t * 1e6, rel=1e-12)
+    assert pred["algbw_gbytes_s"] == pytest.approx(1e9 / t / 1e9, rel=1e-12)
+    assert pred["busbw_gbytes_s"] == pytest.approx(1 / t * 126 / 64, rel=1e-12)
+    net = C.NodeNetwork(intra=C.AlphaBeta(2.5e-6, 42e9), inter=C.AlphaBeta(5e-6, 25e9))
+    assert net.label == ("8 × α=2.5 µs, B=42 GB/s per node, α=5 µs, B=25 GB/s between nodes "
+                         "(hierarchical)")
+
+
+def test_a_tree_between_nodes_by_hand():
+    """2 nodes of 8 GPUs, NVLink-like inside (1 µs, 400 GB/s), a network port per GPU between
+    them (5 µs, 50 GB/s), 1 GB all-reduced with a double binary tree across nodes.
+    Flat over all 16 GPUs: 2 log2(16) = 8 steps and 2S on the network: 8 x 5 µs + 2 GB/B.
+    Hierarchical: a ring reduce-scatter in the node (7 steps, 7/8 S), a tree all-reduce of S/8
+    between the 2 nodes (2 steps, 2 S/8), a ring all-gather in the node (as the first)."""
+    intra, inter = C.AlphaBeta(1e-6, 400e9), C.AlphaBeta(5e-6, 50e9)
+    flat = C.NodeNetwork(intra, inter, 8, hierarchical=False, inter_algorithm="tree")
+    assert flat.time("all_reduce", 1e9, 16) == pytest.approx(8 * 5e-6 + 2e9 / 50e9, rel=1e-12)
+    tiered = C.NodeNetwork(intra, inter, 8, inter_algorithm="tree")
+    ring_half = 7e-6 + 7 / 8 * 1e9 / 400e9
+    tree_across = 2 * 5e-6 + 2 * 1.25e8 / 50e9
+    assert tiered.time("all_reduce", 1e9, 16) == pytest.approx(2 * ring_half + tree_across,
+                                                              rel=1e-12)
+
+
+def test_schedules_name_their_algorithm_and_phases_and_count_whole_chunks():
+    """Rabenseifner on 8 GPUs: log2 8 = 3 halving steps of reduce-scatter, then 3 doubling
+    steps of all-gather; chunk counts are whole numbers."""
+    s = C.halving_doubling_schedule(8)
+    assert s.algorithm == "halving_doubling"
+    assert s.phase == ("reduce-scatter",) * 3 + ("all-gather",) * 3
+    assert s.contributors.dtype.kind == s.chunks_sent().dtype.kind == "i"
+
+
+def _hand_costs(n: int) -> dict[tuple[str, str], tuple[int, float]]:
+    """(latency steps, bytes each GPU sends per byte of S) from the papers, n > 1:
+    rings (Patarasuk & Yuan 2009; a pipelined chain for broadcast and reduce), NCCL's double
+    binary tree, Thakur et al. 2005 Sec. 4 (recursive halving and doubling, binomial-tree
+    broadcast and reduce: lg steps of S each) and SHARP (Graham et al. 2016: S up, S down)."""
+    lg, f = math.ceil(math.log2(n)), (n - 1) / n
+    return {
+        ("all_reduce", "ring"): (2 * (n - 1), 2 * f), ("reduce_scatter", "ring"): (n - 1, f),
+        ("all_gather", "ring"): (n - 1, f), ("all_to_all", "ring"): (n - 1, f),
+        ("broadcast", "ring"): (n - 1, 1.0), ("reduce", "ring"): (n - 1, 1.0),
+        ("all_reduce", "tree"): (2 * lg, 2.0), ("broadcast", "tree"): (lg, 1.0),
+        ("reduce", "tree"): (lg, 1.0),
+        ("all_reduce", "halving_doubling"): (2 * lg, 2 * f),
+        ("reduce_scatter", "halving_doubling"): (lg, f),
+        ("all_gather", "halving_doubling"): (lg, f),
+        ("broadcast", "halving_doubling"): (lg, float(lg)),
+        ("reduce", "halving_doubling"): (lg, float(lg)),
+        ("all_reduce", "sharp"): (2, 1.0), ("reduce", "sharp"): (1, 1.0),
+        ("broadcast", "sharp"): (1, 1.0),
+    }
+
+
+@pytest.mark.parametrize("n", [2, 6, 8, 1000])
+def test_every_cost_term_against_the_papers(n):
+    for (op, algorithm), (steps, per_byte) in _hand_costs(n).items():
+        got = C.cost_terms(op, 3.0, n, algorithm)
+        assert got[0] == steps and got[1] == pytest.approx(3.0 * per_byte, rel=1e-15), \
+            (op, algorithm)
+        assert C.cost_terms(op, 3.0, 1, algorithm) == (0, 0.0)  # one GPU sends nothing
+    for algorithm in ("tree", "halving_doubling", "sharp"):  # and nothing else is modelled
+        for op in set(C.OPS) - {o for o, a in _hand_costs(n) if a == algorithm}:
+            with pytest.raises(ValueError, match=f"op='{op}' has no '{algorithm}' algorithm"):
+                C.cost_terms(op, 3.0, n, algorithm)
+
+
+def test_hierarchical_all_reduce_with_two_gpus_per_node_by_hand():
+    """4 nodes of 2 GPUs: reduce-scatter in the node (1 step, S/2), a ring all-reduce of S/2
+    across the 4 nodes (6 steps, 2·3/4·S/2), all-gather in the node (1 step, S/2)."""
+    intra, inter = C.AlphaBeta(1e-6, 400e9), C.AlphaBeta(5e-6, 50e9)
+    s = 1e9
+    half = 1e-6 + s / 2 / 400e9
+    across = 6 * 5e-6 + 2 * 3 / 4 * (s / 2) / 50e9
+    t = C.hierarchical_all_reduce_time(s, 4, 2, intra, inter)
+    assert type(t) is float and t == pytest.approx(2 * half + across, rel=1e-12)
+    assert type(C.collective_time("all_reduce", s, 8, intra)) is float
+
+
+def test_nccl_tests_prediction_on_one_gpu_moves_nothing_in_no_time():
+    pred = C.nccl_tests_prediction("all_reduce", [0.0, 1e6], 1, C.AlphaBeta(1e-6, 50e9))
+    for column in ("time_us", "algbw_gbytes_s", "busbw_gbytes_s"):
+        assert list(pred[column]) == [0.0, 0.0], column
+
+
+def test_reduce_scatter_over_nodes_and_the_default_network_by_hand():
+    """4 nodes of 2 GPUs, halving-doubling between nodes: a ring reduce-scatter in the node
+    (1 step, S/2 at 400 GB/s), then a reduce-scatter of S/2 across the 4 nodes (2 steps,
+    3/4 of it at 50 GB/s): 11 µs + 8.75 ms for 1 GB. A number in, a float out; arrays
+    element-wise. The default network names its catalog links; a misspelt one is refused."""
+    net = C.NodeNetwork(C.AlphaBeta(1e-6, 400e9), C.AlphaBeta(5e-6, 50e9), 2,
+                        inter_algorithm="halving_doubling")
+    t = net.time("reduce_scatter", 1e9, 8)
+    assert type(t) is float and t == pytest.approx(1.1e-5 + 8.75e-3, rel=1e-12)
+    np.testing.assert_allclose(net.time("reduce_scatter", [1e9, 2e9], 8),
+                               [1.1e-5 + 8.75e-3, 1.1e-5 + 17.5e-3], rtol=1e-12)
+    assert C.NodeNetwork().label == ("8 × NVLink 4 per node, InfiniBand NDR between nodes "
+                                     "(hierarchical)")
+    with pytest.raises(ValueError, match=r"^intra: link 'NVLnk 4' is not in the catalog"):
+        C.NodeNetwork(intra="NVLnk 4")

@@ -26,10 +26,16 @@ def test_eq4_without_recompute_is_three_quarters():
 
 
 def test_eq3_is_eq4_per_iteration():
-    """Eq. 3 per token tends to 8P (Eq. 4's numerator) when s/h and V/(lh) are small."""
+    """Eq. 3 per token over 8P (Eq. 4's numerator, P from Eq. 2): by hand,
+    (1 + s/(6h) + V/(16lh)) / (1 + 13/(12h) + (V + s)/(12lh)), 1.3 % above 1 for the 1T model
+    (s = 2048, h = 25600, l = 128, V = 51200): it tends to 1 when s/h and V/(lh) are small."""
     m = catalog.model("megatron-1t")
-    per_token = compute.megatron_iteration_flops(m, 1) / m.seq_len
-    assert per_token / (8 * memory.megatron_param_count(m)) == pytest.approx(1.0, abs=0.02)
+    s, h, l, v = m.seq_len, m.hidden, m.n_layers, m.vocab
+    assert (s, h, l, v) == (2048, 25600, 128, 51200)
+    per_token = compute.megatron_iteration_flops(m, 1) / s
+    ratio = (1 + s / (6 * h) + v / (16 * l * h)) / (1 + 13 / (12 * h) + (v + s) / (12 * l * h))
+    assert per_token / (8 * memory.megatron_param_count(m)) == pytest.approx(ratio, rel=1e-12)
+    assert ratio == pytest.approx(1.0129, abs=1e-4)
 
 
 def test_eq3_closed_form():
@@ -74,3 +80,23 @@ def test_flops_per_token_is_6n_plus_attention():
 
 def test_training_flops_6nd():
     assert compute.training_flops(70e9, 15e12) == 6 * 70e9 * 15e12
+
+
+def test_eq4_by_hand_in_round_numbers():
+    """8 T P / (n X): 1e12 tokens of a 1e9-parameter model on 1,000 GPUs at 100 TFLOP/s is
+    8e21 / 1e17 = 80,000 s (6e21 / 1e17 = 60,000 s without recomputation), exactly."""
+    assert compute.training_seconds(1e9, 1e12, 1000, 100) == 80_000.0
+    assert compute.training_seconds(1e9, 1e12, 1000, 100, recompute=False) == 60_000.0
+
+
+def test_mfu_and_hfu_by_hand_at_another_sequence_length():
+    """PaLM App. B: 6N + 12 l h s FLOPs per token, 8N + 16 l h s with a recomputed forward
+    (HFU = 4/3 MFU under full recomputation); s given explicitly overrides the model's."""
+    m = catalog.model("gpt3-175b")
+    n, l, h, s = memory.param_count(m), 96, 12288, 4096
+    peak = 64 * 312e12
+    mfu = compute.mfu(1e4, m, 64, 312, seq_len=s)
+    assert mfu == pytest.approx(1e4 * (6 * n + 12 * l * h * s) / peak, rel=1e-12)
+    hfu = compute.hfu(1e4, m, 64, 312, seq_len=s)
+    assert hfu == pytest.approx(1e4 * (8 * n + 16 * l * h * s) / peak, rel=1e-12)
+    assert hfu / mfu == pytest.approx(4 / 3, rel=1e-12)

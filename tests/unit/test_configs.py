@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scaleout import catalog, compute, configs, memory, plan
 from scaleout.__main__ import main
 from scaleout.configs import UnsupportedPlanError
+from scaleout.layout import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "data" / "configs"
@@ -83,13 +84,12 @@ def test_qwen3_moe_counts_total_and_active_and_refuses_to_plan():
                   "top_k", "shared_experts", "expert_ffn_hidden", "moe_layers", "ffn"):
         assert getattr(m.spec, field) == getattr(ref, field), field
     assert m.params_total - memory.param_count(ref) == 48 * 2 * 128
-    assert not m.plannable
-    keys = {f.key for f in m.blocking}
-    assert {"num_experts", "num_experts_per_tok"} <= keys
-    with pytest.raises(ValueError, match="num_experts=128"):
-        m.require_plannable()
-    with pytest.raises(ValueError, match="does not model it yet"):
-        configs.load_model(CONFIGS / "Qwen3-30B-A3B.config.json")
+    # the planner searches expert parallelism: a mixture of experts is plannable, its
+    # findings say what is left out (routing imbalance, capacity)
+    assert m.plannable and not m.blocking
+    moe_notes = {f.key: f.note for f in m.findings}
+    assert "balanced" in moe_notes["num_experts"] and "num_experts_per_tok" in moe_notes
+    assert configs.load_model(CONFIGS / "Qwen3-30B-A3B.config.json")[0].experts == 128
 
 
 def test_deepseek_v3_counts_from_the_published_shape():
@@ -106,8 +106,8 @@ def test_deepseek_v3_counts_from_the_published_shape():
     m = configs.from_hf_config(cfg, seq_len=run["seq_len"])
     assert _rounds_to(m.params_total / 1e9, run["params_total_b"], 1)     # 671B
     assert _truncates_to(m.params_active / 1e9, run["params_active_b"], 1)  # 37B (37.55)
-    assert m.params_mtp > 0 and not m.plannable
-    assert "kv_lora_rank" in {f.key for f in m.blocking}
+    assert m.params_mtp > 0 and m.plannable
+    assert "kv_lora_rank" in {f.key for f in m.findings} and not m.blocking
     # the same model as the catalog's entry, counted the same way
     ref = catalog.model("deepseek-v3")
     assert (m.params_total, m.params_active) == (memory.param_count(ref),
@@ -189,11 +189,26 @@ def test_megatron_command_line_reads_world_model_and_plan():
     assert result.step_s > 0
 
 
-def test_megatron_context_parallelism_is_flagged_and_blocks():
+def test_megatron_context_and_expert_parallelism_and_fp8_become_the_plans():
     run = configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --context-parallel-size 2"))
-    assert run.plan is None and run.settings["cp"] == 2 and run.settings["dp"] == 8
-    with pytest.raises(ValueError, match="--context-parallel-size"):
-        run.require_plan()
+    p = run.require_plan()
+    assert (p.cp, p.dp, p.n_gpus) == (2, 8, 64) and run.settings["cp"] == 2
+    assert plan.evaluate(run.model, "H100-SXM5-80GB", p).step["cp_comm"] >= 0
+    # expert parallelism: a plan's ep for a mixture of experts, ignored for a dense model
+    moe_run = configs.from_megatron_args(
+        RUN.replace("--bf16", "--bf16 --expert-model-parallel-size 8 --fp8-format hybrid"),
+        model=catalog.model("mixtral-8x7b"))
+    ignored = {f.key for f in moe_run.findings if f.status == configs.IGNORED}
+    assert "--expert-model-parallel-size" in ignored and moe_run.plan.ep == 1  # flags: dense
+    assert moe_run.recipe == "fp8-te"
+    text = configs.to_megatron_args(Plan(tp=2, pp=2, cp=2, dp=4, ep=8, sp=True, global_batch=64,
+                                         flash_attention=True), catalog.model("mixtral-8x7b"))
+    for flag in ("--context-parallel-size 2", "--expert-model-parallel-size 8",
+                 "--expert-tensor-parallel-size 1", "--num-experts 8", "--moe-router-topk 2"):
+        assert flag in text, flag
+    back = configs.from_megatron_args(text.replace("--num-experts 8\n", "").replace(
+        "--moe-router-topk 2\n", ""), n_gpus=64, model=catalog.model("mixtral-8x7b"))
+    assert back.plan is None or back.plan.cp == 2
 
 
 @pytest.mark.parametrize("change, match", [
@@ -255,12 +270,28 @@ def test_torchtitan_shard_minus_one_needs_the_gpu_count():
     ("data_parallel_replicate_degree = 2\n", "parallelism.data_parallel_replicate_degree"),
     ("pipeline_parallel_degree = 2\npipeline_parallel_schedule = \"GPipe\"\n",
      "parallelism.pipeline_parallel_schedule"),
-    ("context_parallel_degree = 2\n", "parallelism.context_parallel_degree"),
 ])
 def test_torchtitan_unmodelled_settings_block(extra, key):
     text = TT.replace("[parallelism]\n", "[parallelism]\n" + extra)
     run = configs.from_torchtitan_toml(text, n_gpus=512)
     assert run.plan is None and key in {f.key for f in run.blocking}
+
+
+def test_torchtitan_context_and_expert_parallelism_round_trip():
+    text = TT.replace("[parallelism]\n", "[parallelism]\ncontext_parallel_degree = 2\n")
+    run = configs.from_torchtitan_toml(text, n_gpus=512)
+    assert run.plan.cp == 2 and run.plan.n_gpus == 512
+    mixtral = catalog.model("mixtral-8x7b")
+    p = Plan(tp=2, cp=2, dp=8, ep=8, sp=True, zero_stage=3, global_batch=16,
+             flash_attention=True, seq_len=4096)
+    back = configs.from_torchtitan_toml(configs.to_torchtitan_toml(p, mixtral), n_gpus=32,
+                                        model=mixtral)
+    assert (back.plan.cp, back.plan.ep, back.plan.dp) == (2, 8, 8)
+    dense = configs.from_torchtitan_toml(configs.to_torchtitan_toml(p, mixtral), n_gpus=32)
+    assert dense.plan.ep == 1 and "parallelism.expert_parallel_degree" in {
+        f.key for f in dense.findings if f.status == configs.IGNORED}
+    with pytest.raises(UnsupportedPlanError, match="DeepSpeed cannot run cp=2"):
+        configs.to_deepspeed_json(Plan(cp=2, dp=8, global_batch=8, flash_attention=True))
 
 
 # =========================================================================== DeepSpeed
@@ -435,7 +466,8 @@ def test_cli_plans_compares_and_exports(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, match", [
     (["--model", "no-such-model"], "not in the catalog"),
-    (["--model", "data/configs/Qwen3-30B-A3B.config.json"], "does not model it yet"),
+    (["--model", "data/configs/Qwen3-30B-A3B.config.json", "--gpus", "1"],
+     "Qwen3-30B-A3B fits on none of the .* layouts of 1 × H100"),
     (["--from-run", "data/configs/Qwen3-8B.config.json"], "train_micro_batch_size_per_gpu"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(args, match, capsys, monkeypatch):
@@ -464,11 +496,9 @@ def test_mixtral_config_maps_onto_the_catalog_entry():
                                                  compute.active_params(ref))
     assert _rounds_to(m.params_total / 1e9, 46.7, 0.1) and _rounds_to(m.params_active / 1e9,
                                                                       12.9, 0.1)
-    assert not m.plannable
+    assert m.plannable
 
 
-def test_load_model_refuses_a_catalog_mixture_of_experts_by_name():
-    with pytest.raises(ValueError, match=r"'deepseek-v3' uses a mixture of experts.*does not "
-                                         r"search expert parallelism yet"):
-        configs.load_model("deepseek-v3")
+def test_load_model_takes_a_catalog_mixture_of_experts_by_name():
+    assert configs.load_model("deepseek-v3")[0].is_moe
     assert configs.load_model("llama3-8b")[0].name == "llama3-8b"

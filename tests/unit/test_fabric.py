@@ -193,16 +193,23 @@ def test_sweep_matches_one_design_at_a_time() -> None:
 
 
 # ------------------------------------------------------------------ traffic
+def _four_standard_errors(r) -> float:
+    """Four standard errors of a Monte Carlo mean of the trials' utilisation (0 when every
+    trial gives the same number, as one flow on four paths does)."""
+    return 4 * float(np.std(r.ecmp_utilisation)) / np.sqrt(r.ecmp_utilisation.size)
+
+
 def test_ecmp_matches_the_expected_share_of_busy_paths() -> None:
     """F = E flows at full load on identical paths: utilisation = 1 - (1 - 1/E)^E on average."""
     for e in (2, 4, 8):
         assert fabric.ecmp_expected_utilisation(e, e) == pytest.approx(1 - (1 - 1 / e) ** e)
         r = fabric.simulate_load_balance(e, e, trials=20_000, seed=3)
-        assert r.ecmp_mean == pytest.approx(1 - (1 - 1 / e) ** e, abs=0.01)
+        assert abs(r.ecmp_mean - (1 - (1 - 1 / e) ** e)) < _four_standard_errors(r)
         assert r.spray_mean == 1.0
     for f, e in ((1, 4), (3, 2), (16, 4), (64, 8)):
         r = fabric.simulate_load_balance(f, e, trials=20_000, seed=5)
-        assert r.ecmp_mean == pytest.approx(fabric.ecmp_expected_utilisation(f, e), abs=0.01)
+        assert abs(r.ecmp_mean - fabric.ecmp_expected_utilisation(f, e)) <= \
+            _four_standard_errors(r)
     assert fabric.ecmp_expected_utilisation(1, 4) == pytest.approx(0.25)  # one flow, one path
 
 
@@ -294,13 +301,15 @@ def test_reordering_buffer() -> None:
 def test_catalog_latencies_sit_inside_the_measurements() -> None:
     ib = [m.value for m in fabric.transport_measurements("InfiniBand")
           if m.metric.startswith("one-way")]
-    assert min(ib) <= catalog.link("InfiniBand NDR").latency_us <= 5 * max(ib)
+    # α is a small message's one-way latency: between the 32 B and 4 KiB medians measured
+    assert min(ib) <= catalog.link("InfiniBand NDR").latency_us <= max(ib)
     assert catalog.link("RoCE v2 400GbE").latency_us >= min(ib)
     tcp_core = next(m for m in fabric.transport_measurements("kernel TCP")
                     if m.unit == "Gb/s per core")
-    # one 3-4 GHz core per ~40 Gb/s: the catalog's GHz per Gb/s within a factor of two
-    per_gbps = 3.5 / tcp_core.value
-    assert per_gbps / 2 <= catalog.link("TCP/IP 400GbE").cpu_ghz_per_gbps <= 2 * per_gbps
+    # Cai et al.: one 3-4 GHz core keeps up with 30-40 Gb/s (40 at best): 3/40 to 4/30 GHz
+    # per Gb/s; the catalog's figure lies in that span
+    assert tcp_core.value == 40
+    assert 3 / 40 <= catalog.link("TCP/IP 400GbE").cpu_ghz_per_gbps <= 4 / 30
     p99 = {m.transport: m.value for m in fabric.transport_measurements() if "p99" in m.name}
     assert p99["kernel TCP"] > p99["RoCE v2"]
 

@@ -86,14 +86,49 @@ CALLS = {
 @pytest.mark.parametrize("row", list(KORTHIKANTI_TABLE2))
 @pytest.mark.parametrize("name", ["korthikanti-22b", "korthikanti-175b", "megatron-529.6b",
                                   "megatron-1t"])
-@pytest.mark.parametrize("micro_batch", [1, 4])
-def test_korthikanti_table2(row, name, micro_batch):
+def test_korthikanti_table2(row, name):
     m = catalog.model(name)
     kwargs = {"tp": 8, **CALLS[row]}
     t = kwargs["tp"]
-    got = memory.activation_bytes_per_layer(m, micro_batch, 2048, **kwargs)
-    want = KORTHIKANTI_TABLE2[row](2048, micro_batch, m.hidden, m.n_heads, t)
+    got = memory.activation_bytes_per_layer(m, 1, 2048, **kwargs)
+    want = KORTHIKANTI_TABLE2[row](2048, 1, m.hidden, m.n_heads, t)
     assert math.isclose(got, want, rel_tol=1e-12)
+
+
+def test_korthikanti_table2_is_linear_in_the_micro_batch():
+    """Every row of Table 2 is s·b·h times a term free of b: 4 sequences take 4 times one."""
+    m = catalog.model("korthikanti-175b")
+    for row, kwargs in CALLS.items():
+        kwargs = {"tp": 8, **kwargs}
+        got = memory.activation_bytes_per_layer(m, 4, 2048, **kwargs)
+        want = KORTHIKANTI_TABLE2[row](2048, 4, m.hidden, m.n_heads, kwargs["tp"])
+        assert math.isclose(got, want, rel_tol=1e-12), row
+
+
+def test_activation_modes_are_table_2s_rows():
+    """The six rows notebook 02 tabulates, each equal to the paper's closed form (t = 8)."""
+    m = catalog.model("korthikanti-175b")
+    rows = memory.activation_modes(m, 2, 2048, tp=8)
+    labels = {"no parallelism": "none", "tensor parallel": "tp",
+              "tensor + sequence parallel": "tp_sp", "TP + selective recompute": "tp_selective",
+              "TP + SP + selective recompute": "tp_sp_selective", "full recompute": "full"}
+    assert list(rows) == list(labels)
+    for label, row in labels.items():
+        want = KORTHIKANTI_TABLE2[row](2048, 2, m.hidden, m.n_heads, 8)
+        assert math.isclose(rows[label], want, rel_tol=1e-12), label
+
+
+def test_breakdown_in_gib_and_its_verdict():
+    """Parts over 2^30 bytes; the verdict rounds the headroom to 0.1 GiB."""
+    gib = 2.0**30
+    parts = dict(weights=1 * gib, grads=2 * gib, optimizer=3 * gib, activations=4 * gib,
+                 params_per_gpu=0.5 * gib, in_flight=1)
+    fits = memory.MemoryBreakdown(capacity=80 * gib, **parts)
+    assert fits.gib() == {"weights": 1.0, "grads": 2.0, "optimizer": 3.0, "activations": 4.0,
+                          "total": 10.0, "capacity": 80.0}
+    assert fits.verdict() == "fits, 70.0 GiB to spare"
+    tight = memory.MemoryBreakdown(capacity=7.5 * gib, **parts)
+    assert not tight.fits and tight.verdict() == "does not fit by 2.5 GiB"
 
 
 def test_flash_attention_drops_the_score_term_only():

@@ -45,8 +45,7 @@ def test_lanes_times_lane_data_rate_is_the_speed():
 
 def test_headline_800g_lpo_about_6_w_against_15_w_dsp():
     lpo, dsp = O.module("800G LPO DR8"), O.module("800G DSP DR8")
-    assert lpo.power_w == pytest.approx(6, abs=0.5)
-    assert dsp.power_w == pytest.approx(15, abs=1)
+    assert (lpo.power_w, dsp.power_w) == (6, 15)
     assert dsp.power_w / lpo.power_w == pytest.approx(2.5)
     # same reach class and fibres: only the DSP differs
     assert (lpo.reach_class, lpo.fibres, lpo.lanes) == (dsp.reach_class, dsp.fibres, dsp.lanes)
@@ -131,15 +130,53 @@ def test_technology_tradeoffs_as_data():
 @pytest.mark.parametrize("gbps", [100, 200, 400, 800, 1600])
 def test_never_offered_beyond_reach(length_m, gbps):
     offered = O.candidates(length_m, gbps)
-    assert all(m.reach_m >= length_m and m.serves(gbps) for m in offered)
-    reaching = [m for m in O.modules() if m.serves(gbps) and m.reach_m >= length_m]
-    assert {m.name for m in offered} == {m.name for m in reaching}
+    assert all(m.reach_m >= length_m for m in offered)
+    # a unit carries whole links only: its speed a multiple of the link's
+    assert all(m.speed_gbps % gbps == 0 for m in offered)
     # units of the link's own speed first; breakouts only after them
     own = [m.speed_gbps == gbps for m in offered]
     assert own == sorted(own, reverse=True)
     for choice in O.CHOICES:
-        if reaching:
+        if offered:
             assert O.choose(length_m, gbps, choice)[0].reach_m >= length_m
+
+
+# What serves one link, worked out by hand from data/optics.toml: each unit's speed, reach and
+# breakout (a 400G DR4 splits into 4 x 100G, a 1.6T DR8 into 8 x 200G, an 800G 2xFR4 into
+# 2 x 400G). A unit serves a link of g Gb/s when g divides its speed into whole links and is a
+# whole number of its breakout lanes; it is offered up to its reach.
+DSP_800_FROM_51M = {"800G DSP DR8", "800G DSP 2xFR4", "800G DSP 2xLR4", "800G LPO DR8",
+                    "800G NPO", "800G CPO"}
+HALF_16T_FROM_3M = {"1.6T DSP DR8", "1.6T DSP 2xFR4", "1.6T DSP DR16 (112G lanes)",
+                    "1.6T LPO DR8", "1.6T NPO", "1.6T CPO"}
+BY_HAND = {
+    (3, 800): DSP_800_FROM_51M | {"800G DSP SR8", "800G DAC", "800G ACC"} | HALF_16T_FROM_3M,
+    (4, 800): DSP_800_FROM_51M | {"800G DSP SR8", "800G ACC"} | HALF_16T_FROM_3M,
+    (50, 800): DSP_800_FROM_51M | {"800G DSP SR8"} | HALF_16T_FROM_3M,
+    (51, 800): DSP_800_FROM_51M | HALF_16T_FROM_3M,
+    (500, 800): DSP_800_FROM_51M | HALF_16T_FROM_3M,
+    (501, 800): {"800G DSP 2xFR4", "800G DSP 2xLR4", "1.6T DSP 2xFR4"},
+    (2001, 800): {"800G DSP 2xLR4"},
+    (10001, 800): set(),
+    (1, 1600): HALF_16T_FROM_3M | {"1.6T DAC", "1.6T ACC"},
+    (1.5, 1600): HALF_16T_FROM_3M | {"1.6T ACC"},
+    (2.5, 1600): HALF_16T_FROM_3M,
+    (501, 1600): {"1.6T DSP 2xFR4"},
+    (2001, 1600): set(),
+    (600, 400): {"400G DSP FR4", "800G DSP 2xFR4", "800G DSP 2xLR4"},
+    (3000, 400): {"800G DSP 2xLR4"},
+    (100, 200): {"400G DSP DR4", "800G DSP DR8", "800G LPO DR8", "800G NPO", "800G CPO",
+                 "1.6T DSP DR8", "1.6T DSP DR16 (112G lanes)", "1.6T LPO DR8", "1.6T NPO",
+                 "1.6T CPO"},
+    (600, 200): set(),
+    (40, 100): {"400G DSP SR4", "400G DSP DR4", "800G DSP SR8", "800G DSP DR8", "800G LPO DR8",
+                "800G NPO", "800G CPO", "1.6T DSP DR16 (112G lanes)"},
+}
+
+
+@pytest.mark.parametrize(("length_m", "gbps"), list(BY_HAND), ids=str)
+def test_candidates_are_the_units_worked_out_by_hand(length_m, gbps):
+    assert {m.name for m in O.candidates(length_m, gbps)} == BY_HAND[length_m, gbps]
 
 
 def test_candidates_ranked_by_link_cost_or_power():
@@ -475,3 +512,79 @@ def test_the_bill_at_other_1_6t_to_800g_ratios():
     assert O.relative_cost_at_ratio(b8, 5.0) == pytest.approx(b8.relative_cost)
     with pytest.raises(ValueError, match="ratio must be a finite number > 0"):
         O.relative_cost_at_ratio(bill, 0)
+
+
+def test_sweep_passes_lane_class_and_copper_and_adds_groups_of_one_name():
+    """Two sizes of a fabric of 2 m rack links and 300 m spine links at 1.6 Tb/s, on 112G
+    lanes and without copper: the only such unit is the DR16 module (16 lanes, 32 fibres per
+    link). Two spine groups at the second size add up (4 + 6 links). Per size by hand:
+    transceivers 2 x (10 + 4) = 28 and 2 x (20 + 10) = 60, fibres 32 x 14 and 32 x 30."""
+    sets = [[Group("rack", 10, 2.0, 1600), Group("spine", 4, 300.0, 1600)],
+            [Group("rack", 20, 2.0, 1600), Group("spine", 4, 300.0, 1600),
+             Group("spine", 6, 300.0, 1600)]]
+    s = O.sweep_link_groups(sets, lane_gbps=112, copper=False)
+    assert s.choice == "auto" and s.group_names == ("rack", "spine")
+    assert [m.name for m in s.modules] == ["1.6T DSP DR16 (112G lanes)"] * 2
+    assert s.fell_back == (False, False)
+    assert s.counts.tolist() == [[10, 4], [20, 10]] and s.counts.dtype.kind == "i"
+    assert s.transceivers.tolist() == [28, 60] and s.fibres.tolist() == [448, 960]
+    assert {a.dtype.kind for a in (s.transceivers, s.cables, s.fibres)} == {"i"}
+    # on any lanes, 2 m at 1.6T is a 2 m active copper cable unless copper is ruled out
+    assert O.sweep_link_groups(sets).modules[0].name == "1.6T ACC"
+    assert O.sweep_link_groups(sets, copper=False).modules[0].technology not in O.COPPER
+
+
+def test_lanes_and_fibres_round_up_to_whole_ones():
+    """800 Gb/s on 112G lanes: 8 lanes; three wavelengths per fibre carry them on
+    ceil(8/3) = 3 fibres each way, 6 in all. Arrays come back as whole numbers."""
+    assert O.fibres_needed(800, 112, wavelengths_per_fibre=3) == 6
+    lanes = O.lanes_needed(np.array([800, 1600]), 112)
+    assert lanes.tolist() == [8, 16] and lanes.dtype.kind == "i"
+    assert O.generation_cost_ratio() == O.module("1.6T DSP DR8").relative_cost / \
+        O.module("800G DSP DR8").relative_cost == pytest.approx(1.3)
+
+
+def test_copper_choice_follows_the_lane_class_and_a_bill_its_copper_switch():
+    """A 2 m link at 800G is a passive cable, chosen without falling back; at 1.6T on 112G
+    lanes there is no such cable, so the 112G-lane optical module it is. A bill without
+    copper puts a 1.6T rack link on optics: 2 transceivers and 16 fibres per link."""
+    assert O.choose(2, 800) == (O.module("800G DAC"), False)
+    assert O.choose(1.5, 1600, lane_gbps=112) == (O.module("1.6T DSP DR16 (112G lanes)"), False)
+    bill = O.fabric_bill([Group("rack", 10, 2.0, 1600)], copper=False)
+    rack = bill.groups[0]
+    assert (rack.name, rack.count, rack.length_m, rack.gbps) == ("rack", 10, 2.0, 1600)
+    assert rack.module.is_optical and (rack.transceivers, rack.fibres) == (20, 160)
+
+
+def test_a_unit_built_in_code_is_checked_like_a_catalog_entry():
+    """dataclasses.replace runs the same checks as the loader, naming the unit."""
+    with pytest.raises(ValueError, match=r"^Module '800G LPO DR8': field 'technology' must be "
+                                         r"one of 'dsp'"):
+        dataclasses.replace(O.module("800G LPO DR8"), technology="xpo")
+    with pytest.raises(ValueError, match=r"^Technology 'dac': field 'kind' must be 'copper', "
+                                         r"got 'optical'"):
+        dataclasses.replace(O.technology("dac"), kind="optical")
+    assert dataclasses.replace(O.technology("dac"), kind="copper") == O.technology("dac")
+
+
+def test_small_links_names_and_a_bill_s_choice():
+    """100 Gb/s is one 112G lane; counts of whole lanes and fibres come back as ints. The
+    catalog's names in file order; a bill says which choice made it; a group without the
+    fields a link group has is named by its position."""
+    assert O.lanes_needed(100, 112) == 1 and type(O.lanes_needed(800, 112)) is int
+    assert type(O.fibres_needed(800, 112)) is int
+    assert O.module_names() == [m.name for m in O.modules()]
+    assert O.fabric_bill([Group("rack", 10, 2.0, 800)]).choice == "auto"
+    with pytest.raises(ValueError, match=r"^groups\[1\] must have name, count, length_m"):
+        O.fabric_bill([Group("rack", 10, 2.0, 800), object()])
+    with pytest.raises(ValueError, match=r"^groups\[1\] must have name, count, length_m"):
+        O.sweep_bill([Group("rack", 10, 2.0, 800), object()], [[1, 1]])
+    with pytest.raises(ValueError, match=r"^groups\[1\] must have name, count, length_m"):
+        O.sweep_link_groups([[Group("rack", 10, 2.0, 800), object()]])
+
+
+def test_a_link_speed_no_unit_of_that_lane_class_serves_is_named():
+    """No 224G-lane unit carries a 100 Gb/s link (their breakouts are 200 Gb/s and up)."""
+    with pytest.raises(ValueError, match=r"module or cable for 100 Gb/s links with 224G "
+                                         r"lanes is in the catalog$"):
+        O.choose(100, 100, lane_gbps=224)

@@ -16,12 +16,14 @@ import pytest
 from scaleout import compute, memory, pipeline
 from scaleout.pipeline import B, F
 
-# (schedule, p, m, v) grids with free transfers and uniform stages
+# (schedule, p, m, v): the distinct non-trivial cases of the closed forms, free transfers and
+# uniform stages. One stage (no bubble), interleaving with v = 1 (1F1B's makespan) and other
+# backward times (the fraction does not depend on them) are checked once each, below.
 GRID = (
-    [("gpipe", p, m, 1) for p in (1, 2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16)]
-    + [("1f1b", p, m, 1) for p in (1, 2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16, 33)]
-    + [("interleaved", p, k * p, v) for p in (1, 2, 3, 4, 8) for k in (1, 2, 3, 4)
-       for v in (1, 2, 3, 4)]
+    [("gpipe", p, m, 1) for p in (2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16)]
+    + [("1f1b", p, m, 1) for p in (2, 3, 4, 8) for m in (1, 2, 3, 5, 8, 16, 33)]
+    + [("interleaved", p, k * p, v) for p in (2, 3, 4, 8) for k in (1, 2, 3, 4)
+       for v in (2, 3, 4)]
 )
 
 
@@ -38,14 +40,38 @@ def _index(t: pipeline.PipelineTimeline) -> dict[tuple[int, int, int], int]:
 
 # =========================================================================== closed forms
 @pytest.mark.parametrize(("schedule", "p", "m", "v"), GRID, ids=map(_ids, GRID))
-@pytest.mark.parametrize("backward", [2.0, 1.0])
-def test_bubble_equals_closed_form(schedule, p, m, v, backward):
+def test_bubble_equals_closed_form(schedule, p, m, v):
     """Free sends, equal stages: (p - 1)/m, and (p - 1)/(v m) interleaved (Narayanan 2.2)."""
-    t = pipeline.simulate(schedule, p, m, v, forward_s=1.0, backward_s=backward)
+    t = pipeline.simulate(schedule, p, m, v, forward_s=1.0, backward_s=2.0)
     want = (p - 1) / (v * m)
     assert t.bubble_fraction == pytest.approx(want, abs=1e-12)
     assert t.bubble_closed_form == pytest.approx(want, abs=1e-15)
-    assert t.ideal_s == pytest.approx(m * (1.0 + backward))
+    assert t.ideal_s == pytest.approx(m * 3.0)
+
+
+@pytest.mark.parametrize(("schedule", "v"), [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)])
+def test_bubble_fraction_does_not_depend_on_the_backward_time(schedule, v):
+    """The bubble is (p - 1) passes of each kind, the ideal m of each: their ratio keeps
+    (p - 1)/(v m) for a backward pass as long as, or three times, the forward one."""
+    for backward in (1.0, 3.0):
+        t = pipeline.simulate(schedule, 4, 8, v, forward_s=1.0, backward_s=backward)
+        assert t.bubble_fraction == pytest.approx(3 / (v * 8), abs=1e-12)
+        assert t.ideal_s == pytest.approx(8 * (1.0 + backward))
+
+
+def test_one_stage_has_no_bubble_and_v1_interleaving_is_1f1b():
+    """p = 1: nothing waits. Interleaving with one chunk per device finishes when 1F1B does."""
+    for schedule, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 1), ("interleaved", 3)):
+        for m in (1, 5):
+            t = pipeline.simulate(schedule, 1, m, v, forward_s=1.0, backward_s=2.0)
+            assert t.bubble_fraction == pytest.approx(0, abs=1e-12)
+            assert t.makespan_s == pytest.approx(m * 3.0)
+    for p in (2, 3, 4, 8):
+        for k in (1, 2, 3, 4):
+            assert pipeline.simulate("interleaved", p, k * p, 1).makespan_s == pytest.approx(
+                pipeline.simulate("1f1b", p, k * p).makespan_s)
+            assert pipeline.simulate("1f1b", p, k * p).makespan_s == pytest.approx(
+                (k * p + p - 1) * 3.0)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 4, 8])
@@ -381,3 +407,56 @@ def test_ninety_percent_needs_nine_times_p_minus_one_micro_batches():
     assert pipeline.utilisation("interleaved", 8, m4 - 8, 4) < 0.9
     with pytest.raises(ValueError, match="target must be"):
         pipeline.micro_batches_for_utilisation(1.0, 8)
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 8), (4, 2), (3, 9), (8, 16)])
+def test_zb_h1_in_flight_closed_form_matches_simulation(p, m):
+    """ZB-H1 (Qi et al. 2023) delays the weight-gradient passes: every stage holds
+    min(p, m) micro-batches at its peak, in the simulation as in the closed form."""
+    t = pipeline.simulate("zb-h1", p, m)
+    assert np.array_equal(t.peak_in_flight_mb, pipeline.in_flight_closed_form("zb-h1", p, m))
+    assert np.array_equal(t.peak_in_flight_mb, np.full(p, float(min(p, m))))
+
+
+def test_defaults_and_pass_through_by_hand():
+    """One chunk per device by default: 2(p - 1) sends per micro-batch, 24 of GPT-3's 96
+    layers per stage on 4 stages. A stage's activations under 1F1B (4, 8) with flash
+    attention at s = 4096: (4 - i) micro-batches of 24 layers of 34sbh (no score term)."""
+    assert pipeline.sends_per_micro_batch(4) == 6
+    assert pipeline.layer_assignment(96, 4).device.tolist() == [i // 24 for i in range(96)]
+    t = pipeline.simulate("1f1b", 4, 8)
+    got = pipeline.activation_bytes_per_stage(t, "gpt3-175b", 1, 4096, flash_attention=True)
+    np.testing.assert_allclose(got, [(4 - i) * 24 * 34 * 4096 * 12288 for i in range(4)],
+                               rtol=1e-12)
+
+
+def test_gpipe_runs_backward_passes_last_in_first_back():
+    """GPipe (Huang et al. 2019): after all forwards, each stage takes the backward passes in
+    reverse order, the last micro-batch first."""
+    t = pipeline.simulate("gpipe", 3, 4)
+    for device in range(3):
+        sel = (t.device == device) & (t.kind == B)
+        assert t.micro_batch[sel][np.argsort(t.start_s[sel])].tolist() == [3, 2, 1, 0]
+
+
+def test_stage_costs_by_hand_with_their_defaults():
+    """One sequence of GPT-3 (s = 2048, h = 12288) sends b·s·h 16-bit values between stages:
+    50,331,648 bytes. A stage's forward pass: a third of PaLM's 6N + 12lhs per token, over p
+    stages, at 150 TFLOP/s and tp = 1 by default; s = 4096 when asked. 1F1B without sends
+    costs t_f + 2 t_f per micro-batch."""
+    assert pipeline.p2p_bytes("gpt3-175b") == 2048 * 12288 * 2
+    n = memory.param_count("gpt3-175b")
+    for s in (2048, 4096):
+        want = (2 * n + 4 * 96 * 12288 * s) * s / 8 / 150e12
+        got = pipeline.stage_forward_s("gpt3-175b", 1, 8, seq_len=None if s == 2048 else s)
+        assert got == pytest.approx(want, rel=1e-12)
+    assert pipeline.one_f_one_b_period_s(4, 1.0) == 3.0
+
+
+def test_stage_activations_by_default_are_one_sequence_without_flash_attention():
+    """Korthikanti Table 2's first row, sbh(34 + 5as/h), for one sequence of GPT-3 on each of
+    the 24 layers of a stage, times the micro-batches 1F1B (4 stages, 8 micro-batches) holds."""
+    s, h, a = 2048, 12288, 96
+    layer = s * h * (34 + 5 * a * s / h)
+    got = pipeline.activation_bytes_per_stage(pipeline.simulate("1f1b", 4, 8), "gpt3-175b")
+    np.testing.assert_allclose(got, [(4 - i) * 24 * layer for i in range(4)], rtol=1e-12)

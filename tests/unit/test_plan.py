@@ -410,6 +410,12 @@ def test_evaluate_accepts_exactly_what_search_enumerates(model, uneven):
     assert compared >= 100 and 0 < accepted_count < compared  # both outcomes exercised
 
 
+#: Rules about context and expert parallelism, FP8 and DualPipe: each broken, with its
+#: sentence, in test_plan_moe.py (they need a mixture of experts, a sequence, a recipe).
+MOE_CP_PRECISION_RULES = {"cp_offered", "cp_flash", "cp_sequence", "ep_needs_moe", "ep_experts",
+                          "ep_fold", "ep_offered", "moe_tp_sp", "fp8_gpu", "dualpipe_shape"}
+
+
 def test_every_rule_has_a_layout_that_breaks_it_and_says_so():
     from scaleout import catalog, layout
     m = catalog.model("gpt3-175b")
@@ -427,9 +433,9 @@ def test_every_rule_has_a_layout_that_breaks_it_and_says_so():
         "zero_shard_needs_zero": dict(dp=8, global_batch=8, zero_shard=4),
         "zero_shard_offered": dict(dp=8, global_batch=8, zero_stage=1, zero_shard=4),
     }
-    assert set(breakers) == {r.name for r in layout.RULES}
+    assert set(breakers) == {r.name for r in layout.RULES} - MOE_CP_PRECISION_RULES
     deepspeed = layout.Facts.of(m, 8, relaxable=True, framework=plan.framework("deepspeed-2021"))
-    for rule in layout.RULES:
+    for rule in (r for r in layout.RULES if r.name in breakers):
         fields = breakers[rule.name]
         facts_here = deepspeed if rule.name == "zero_shard_offered" else facts
         if fields is None:  # GPT-3 has no grouped-query attention: use Llama 3 70B (8 KV)

@@ -1,5 +1,7 @@
 """scaleout.reliability against published figures, closed forms and its own Monte Carlo."""
 
+import inspect
+import itertools
 import math
 import re
 
@@ -44,10 +46,15 @@ def test_llama3_cluster_reproduces_one_failure_every_three_hours():
     assert parts["GPU HBM3 memory"] * LLAMA3_HOURS == pytest.approx(72)
 
 
-@pytest.mark.parametrize(("gpus", "hours"), [(16384, 1.8), (131072, 0.23)])
-def test_kokolis_projected_mttf(gpus, hours):
-    """Kokolis et al. project 1.8 h at 16,384 GPUs and 0.23 h at 131,072 (RSC-1 rate)."""
-    assert reliability.mtbf_h(gpus, "meta-rsc1") == pytest.approx(hours, abs=0.006)
+@pytest.mark.parametrize(("gpus", "hours", "half_digit"), [(16384, 1.8, 0.05),
+                                                          (131072, 0.23, 0.005)])
+def test_kokolis_projected_mttf(gpus, hours, half_digit):
+    """Kokolis et al. project 1.8 h at 16,384 GPUs and 0.23 h at 131,072 (RSC-1 rate): equal
+    at the printed precision (half a unit of the last digit printed), and exactly the hand
+    figure from RSC-1's 6.5 node failures per 1,000 node-days on 8-GPU nodes."""
+    mtbf = reliability.mtbf_h(gpus, "meta-rsc1")
+    assert mtbf == pytest.approx(hours, abs=half_digit)
+    assert mtbf == pytest.approx(24 / (gpus / 8 * 6.5 / 1000), rel=1e-12)
 
 
 def test_mtbf_falls_as_one_over_n():
@@ -57,6 +64,25 @@ def test_mtbf_falls_as_one_over_n():
     # also for rows counted per link and per switch (HPN), and for several studies together
     both = reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"], links_per_gpu=2)
     assert np.allclose(both * n, both[0] * n[0]) and np.all(both < mtbf)
+
+
+def test_mtbf_with_network_rows_counted_per_link_and_per_switch():
+    """Llama 3's 419 interruptions in 54 days on 16,384 GPUs plus Alibaba HPN's network rows
+    (Qian et al. 2024, Sec. 2.3): 0.057 % of NIC-ToR links and 0.051 % of ToR switches fail
+    per month (730.5 h). Dual-homed NICs give 2 links per GPU, 16 GPUs share a ToR: by hand
+    0.32330 + 0.02557 + 0.00072 failures per hour, 2.86 h between failures (counting the
+    link row per GPU instead of per link would give 2.97 h)."""
+    n, month_h = 16384, 365.25 / 12 * 24
+    llama3_per_h = 419 / (54 * 24)
+    hpn_links_per_h = 2 * n * 0.00057 / month_h
+    hpn_tor_per_h = n / 16 * 0.00051 / month_h
+    both = reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"], links_per_gpu=2,
+                              gpus_per_switch=16)
+    assert both == pytest.approx(1 / (llama3_per_h + hpn_links_per_h + hpn_tor_per_h), rel=1e-9)
+    assert both == pytest.approx(2.8605, abs=5e-5)
+    single = reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"], links_per_gpu=1)
+    assert single == pytest.approx(1 / (llama3_per_h + hpn_links_per_h / 2 + hpn_tor_per_h),
+                                   rel=1e-9)
 
 
 def test_inventory_counts_whole_nodes_and_switches():
@@ -193,6 +219,18 @@ def test_lost_work_tends_to_half_a_segment():
     assert reliability.expected_lost_work_s(3600.0, 60.0, 3600.0) < 1830.0
 
 
+@pytest.mark.parametrize(("interval_s", "delta_s"), [(HOUR, 5 * MIN), (100 * HOUR, HOUR)])
+def test_daly_expected_run_time_by_hand(interval_s, delta_s):
+    """Daly 2006 Eq. 13: T = M e^(R/M) (e^((tau + delta)/M) - 1) W / tau, with the checkpoint
+    in the exponent; x = (tau + delta)/M = 0.47 and 33.7 (past the switch to the log form)."""
+    w, m, r = 10 * DAY, 3 * HOUR, 10 * MIN
+    hand = m * math.exp(r / m) * math.expm1((interval_s + delta_s) / m) * w / interval_s
+    got = reliability.expected_run_time_s(w, interval_s, delta_s, m, r)
+    assert got == pytest.approx(hand, rel=1e-12)
+    assert reliability.log10_expected_run_time_s(w, interval_s, delta_s, m, r) == \
+        pytest.approx(math.log10(hand), rel=1e-12)
+
+
 def test_no_checkpoints_anti_pattern():
     m, r, work = 3 * HOUR, 10 * MIN, 12 * HOUR
     assert reliability.expected_run_time_s(work, work, 0.0, m, r) == pytest.approx(
@@ -219,7 +257,9 @@ def test_restart_times_by_option():
 def test_elastic_capacity_limits_and_first_order():
     tau, d, m, r = 600.0, 10.0, 3 * HOUR, 60.0
     assert reliability.elastic_capacity(tau, d, m, r, repair_s=0.0, dp=64) == 1.0
-    # short segments: kept compute sees about M/M + T/M replicas out, i.e. ~T/M (+ a bit)
+    # short segments: kept compute sees about M/M + T/M replicas out, i.e. ~T/M (+ a bit);
+    # the first-order share 8/64 of replicas out (24 h of repair / 3 h between failures, over
+    # 64 replicas) is what is checked, so rel=0.02 leaves room for the higher-order terms
     cap = reliability.elastic_capacity(tau, d, m, r, repair_s=24 * HOUR, dp=64)
     assert 1 - cap == pytest.approx(8 / 64, rel=0.02)
     big = reliability.elastic_capacity(tau, d, m, r, repair_s=24 * HOUR, dp=64_000)
@@ -317,6 +357,43 @@ def test_timeline_is_one_repetition_of_the_simulation():
     assert set(tl.kind) <= {"compute", "checkpoint", "lost", "restart", "unfinished"}
 
 
+def _timeline_by_hand(failures, horizon, tau, delta, restart):
+    """A plain loop over the failure times: after each failure a restart, then whole
+    (compute, checkpoint) segments while they fit before the next failure, the rest lost (or
+    unfinished at the horizon). Zero-length bars are left out."""
+    bars, edges = [], [0.0, *failures, horizon]
+    for i, (start, end) in enumerate(itertools.pairwise(edges)):
+        t = start
+        if i > 0:
+            bars.append(("restart", start, min(start + restart, end)))
+            t = start + restart
+        while t + tau + delta <= end:
+            bars += [("compute", t, t + tau), ("checkpoint", t + tau, t + tau + delta)]
+            t += tau + delta
+        if t < end:
+            bars.append(("unfinished" if end == horizon else "lost", t, end))
+    return sorted((a, b, k) for k, a, b in bars if b > a)
+
+
+@pytest.mark.parametrize(("seed", "restart_s"), [(4, 600.0), (11, 0.0), (2, 4 * HOUR)])
+def test_timeline_bars_equal_a_plain_loop_over_its_failures(seed, restart_s):
+    horizon, m = 2 * DAY, 3 * HOUR
+    tl = reliability.simulate_timeline(horizon, HOUR, 60.0, m, restart_s, seed=seed)
+    assert len(tl.failures_s) >= 3 and tl.horizon_s == horizon
+    got = sorted(zip(tl.start_s.tolist(), tl.end_s.tolist(), tl.kind.tolist(), strict=True))
+    want = _timeline_by_hand(tl.failures_s.tolist(), horizon, HOUR, 60.0, restart_s)
+    assert [k for *_, k in got] == [k for *_, k in want]
+    np.testing.assert_allclose([(a, b) for a, b, _ in got], [(a, b) for a, b, _ in want],
+                               rtol=0, atol=1e-6)
+
+
+def test_timeline_defaults_are_no_restart_time_and_seed_0():
+    a = reliability.simulate_timeline(DAY, HOUR, 60.0, 3 * HOUR)
+    b = reliability.simulate_timeline(DAY, HOUR, 60.0, 3 * HOUR, 0.0, seed=0)
+    assert np.array_equal(a.failures_s, b.failures_s) and np.array_equal(a.end_s, b.end_s)
+    assert "restart" not in set(a.kind)
+
+
 # =========================================================================== stragglers
 def test_expected_max_of_normals():
     assert reliability.expected_max_normal(1) == pytest.approx(0.0, abs=1e-9)
@@ -345,6 +422,10 @@ def test_synchronous_step_waits_for_the_slowest(dist):
 def test_one_slow_host_slows_everyone():
     assert reliability.slow_host_step_factor(1, 0.01, 0.1) == pytest.approx(1.001)
     assert reliability.slow_host_step_factor(10_000, 0.01, 0.1) == pytest.approx(1.1, abs=1e-12)
+    # every host slow (p = 1): the step is 1 + slowdown; a share above 1 is no probability
+    assert reliability.slow_host_step_factor(4, 1.0, 0.1) == pytest.approx(1.1, rel=1e-15)
+    with pytest.raises(ValueError, match="slow_fraction must be a probability from 0 to 1"):
+        reliability.slow_host_step_factor(4, 1.5, 0.1)
 
 
 # =========================================================================== bad input
@@ -449,3 +530,210 @@ def test_events_need_a_cluster_size(tmp_path, data_text):
             "counting 'events' per node needs a study with gpus, days and gpus_per_node; "
             "study 'opt-175b' lacks days, gpus_per_node")):
         reliability.load_failures(path)
+
+
+def test_loading_the_shipped_file_directly_gives_its_tables(data_dir):
+    """load_failures() on data/failures.toml: the five studies, Llama 3's Table 5 rows adding
+    up to its 419 interruptions, and the figures (the functions above read a cached copy)."""
+    data = reliability.load_failures(data_dir / "failures.toml")
+    assert list(data.studies) == ["llama3-405b", "meta-rsc1", "meta-rsc2", "opt-175b",
+                                  "alibaba-hpn"]
+    llama = [f.value for f in data.failures.values() if f.study == "llama3-405b"]
+    assert sum(llama) == 419
+    assert data.figures["llama3-storage-sustained"].si == 2e12
+
+
+def test_harmonic_numbers_against_exact_sums():
+    """H_n = 1 + 1/2 + ... + 1/n summed exactly (math.fsum), either side of the switch to the
+    asymptotic series at n = 64; the series' first omitted term is below 1e-13 there."""
+    for n in (1, 2, 63, 64, 65, 100, 1000, 12_345):
+        assert reliability.harmonic_number(n) == pytest.approx(
+            math.fsum(1 / k for k in range(1, n + 1)), rel=1e-13), n
+    assert reliability.expected_max_exponential(1000) == pytest.approx(
+        math.fsum(1 / k for k in range(1, 1001)), rel=1e-13)  # the default mean is 1
+
+
+def test_straggler_without_jitter_keeps_the_shape_of_n():
+    out = reliability.straggler_step_time_s(np.array([[8, 64], [512, 4096]]), 1.5, 0.0)
+    np.testing.assert_array_equal(out, np.full((2, 2), 1.5))
+
+
+def test_straggler_monte_carlo_is_the_max_of_each_steps_draws():
+    """By default 2,000 steps from seed 0: each the base time times 1 + the largest of the
+    n GPUs' exponential delays, drawn step after step from one generator."""
+    draws = np.random.default_rng(0).exponential(0.05, (2000, 64))
+    want = 1.5 * (1 + draws.max(axis=1))
+    np.testing.assert_array_equal(reliability.straggler_step_mc(64, 1.5, 0.05), want)
+
+
+# ------------------------------------------------------------------ bad numbers, by name
+_GOOD = {"interval_s": 3600.0, "delta_s": 60.0, "mtbf_s": 10800.0, "restart_s": 600.0,
+         "repair_s": 7200.0, "dp": 64, "horizon_s": 30 * DAY, "work_s": 10 * DAY,
+         "n_gpus": 1024, "stall_s": 600.0, "n": 8, "mean": 1.0, "n_hosts": 100,
+         "slow_fraction": 0.01, "slowdown": 0.1, "node_failures_per_h": 0.5, "risk": 1e-3,
+         "base_s": 1.0, "jitter": 0.05, "option": "restart", "detect_s": 60.0,
+         "restore_s": 120.0, "init_s": 180.0, "replace_s": 3600.0}
+_CHECKED = {  # function: the parameters it must refuse by name when negative
+    "daly_interval_s": ("delta_s", "mtbf_s"), "young_interval_s": ("delta_s", "mtbf_s"),
+    "exact_optimal_interval_s": ("delta_s", "mtbf_s"),
+    "elastic_capacity": ("mtbf_s", "restart_s", "repair_s"),
+    "elastic_viable": ("mtbf_s", "repair_s"),
+    "expected_goodput_finite": ("horizon_s", "mtbf_s", "restart_s"),
+    "expected_lost_work_s": ("mtbf_s",), "expected_max_exponential": ("mean",),
+    "expected_run_time_s": ("work_s",), "goodput_first_order": ("mtbf_s", "restart_s"),
+    "idle_gpu_hours": ("stall_s",),
+    "log10_expected_run_time_s": ("work_s", "mtbf_s", "restart_s"),
+    "segment_wall_time_s": ("interval_s", "delta_s", "mtbf_s", "restart_s"),
+    "slow_host_step_factor": ("slow_fraction", "slowdown"),
+    "spares_needed": ("node_failures_per_h", "repair_s", "risk"),
+    "straggler_step_mc": ("base_s", "jitter"), "straggler_step_time_s": ("base_s", "jitter"),
+    "restart_time_s": ("detect_s", "restore_s", "init_s", "replace_s"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CHECKED))
+def test_a_negative_number_is_refused_naming_its_parameter(name):
+    """Every duration, rate or share below zero is a ValueError that names the parameter
+    (and, for a mean time between failures, says what one is)."""
+    func = getattr(reliability, name)
+    params = inspect.signature(func).parameters
+    good = {p: _GOOD[p] for p in params if p in _GOOD}
+    func(**good)  # the good values are accepted
+    for bad in _CHECKED[name]:
+        with pytest.raises(ValueError, match=rf"(^|\W){bad}\b") as exc:
+            func(**{**good, bad: -1.0})
+        if bad == "mtbf_s":
+            assert str(exc.value).endswith("a mean time between failures is a positive duration")
+
+
+def test_recovery_options_count_spares_only_where_they_are_kept():
+    """1,024 GPUs with 16 idle spares: only the spares option pays for them, so its goodput
+    per owned GPU is goodput x 1024/1040; restart and elastic own just the 1,024. Each option's
+    restart time is its own sum (detect + wait + restore + init; spares and elastic skip the
+    wait), and Daly's goodput at that restart time."""
+    kw = dict(detect_s=60.0, restore_s=120.0, init_s=180.0, replace_s=3600.0,
+              repair_s=4 * HOUR, n_gpus=1024, dp=64)
+    out = reliability.compare_recovery(HOUR, 60.0, 3 * HOUR, spare_gpus=16, **kw)
+    assert list(out) == ["restart", "spares", "elastic"]
+    assert [r.option for r in out.values()] == list(out)
+    assert [r.restart_s for r in out.values()] == [3960.0, 360.0, 360.0]
+    assert [r.spare_gpus for r in out.values()] == [0, 16, 0]
+    for option, result in out.items():
+        assert result.goodput == pytest.approx(
+            reliability.goodput(HOUR, 60.0, 3 * HOUR, result.restart_s) * result.capacity)
+        share = 1024 / 1040 if option == "spares" else 1.0
+        assert result.per_owned_gpu == pytest.approx(result.goodput * share, rel=1e-12)
+    no_spares = reliability.compare_recovery(HOUR, 60.0, 3 * HOUR, **kw)["spares"]
+    assert no_spares.spare_gpus == 0 and no_spares.per_owned_gpu == no_spares.goodput
+
+
+def test_young_first_order_goodput_by_hand_without_a_restart_by_default():
+    """1 - delta/tau - tau/(2M) - R/M: an hourly checkpoint of 60 s against a 10 h MTBF keeps
+    1 - 1/60 - 1/20 = 0.9333...; a 10-minute restart takes another 1/60."""
+    assert reliability.goodput_first_order(HOUR, 60.0, 10 * HOUR) == pytest.approx(
+        1 - 1 / 60 - 1 / 20, rel=1e-15)
+    assert reliability.goodput_first_order(HOUR, 60.0, 10 * HOUR, 10 * MIN) == pytest.approx(
+        1 - 1 / 60 - 1 / 20 - 1 / 60, rel=1e-15)
+    assert reliability.expected_goodput_finite(30 * DAY, HOUR, 60.0, 10 * HOUR) == \
+        reliability.expected_goodput_finite(30 * DAY, HOUR, 60.0, 10 * HOUR, 0.0)
+
+
+def _elastic_by_segments(tau, delta, m, restart, repair, dp):
+    """The model of elastic_capacity summed segment by segment: segment s after a failure
+    (compute from R + sL to R + sL + tau, L = tau + delta) is kept with probability
+    e^{-(R + (s+1)L)/M}; while the failed replica is out (age a < T) the replicas out average
+    1 + (T - a)/M; the mean over kept compute, over dp, is what is lost."""
+    length, lost, kept = tau + delta, 0.0, 0.0
+    for s in range(100_000):
+        lo = restart + s * length
+        weight = math.exp(-(restart + (s + 1) * length) / m)
+        kept += weight * tau
+        if lo < repair:
+            hi = min(lo + tau, repair)
+            lost += weight * ((hi - lo) * (1 + repair / m) - (hi**2 - lo**2) / (2 * m))
+        if weight < 1e-300:
+            break
+    return 1 - lost / kept / dp
+
+
+@pytest.mark.parametrize(("tau", "delta", "restart", "repair"), [
+    (HOUR, 60.0, 600.0, 24 * HOUR), (HOUR, 10 * MIN, 0.0, 5 * HOUR),
+    (4 * HOUR, 60.0, HOUR, 0.5 * HOUR)])
+def test_elastic_capacity_by_segments(tau, delta, restart, repair):
+    m, dp = 3 * HOUR, 64
+    assert reliability.elastic_capacity(tau, delta, m, restart, repair_s=repair, dp=dp) == \
+        pytest.approx(_elastic_by_segments(tau, delta, m, restart, repair, dp), rel=1e-12)
+
+
+def test_elastic_shrink_needs_fewer_than_half_the_replicas_out():
+    """repair_s / MTBF replicas out on average: 1 of dp = 2 is refused, 1 of dp = 3 is not."""
+    with pytest.raises(ValueError, match="it must stay below dp / 2"):
+        reliability.elastic_capacity(HOUR, 60.0, 3 * HOUR, 0.0, repair_s=3 * HOUR, dp=2)
+    assert 0 < reliability.elastic_capacity(HOUR, 60.0, 3 * HOUR, 0.0, repair_s=3 * HOUR,
+                                            dp=3) < 1
+
+
+def test_lambert_w0_solves_w_e_to_the_w():
+    """The principal branch: W(z) e^{W(z)} = z for z >= -1/e, W(-1/e) = -1, W(0) = 0,
+    W(e) = 1, near the branch point too; anything else is refused."""
+    z = np.array([-1 / math.e, -1 / math.e + 1e-12, -0.35, -0.2, 0.0, 0.5, 1.0, math.e, 10.0,
+                  1e3, 1e9])
+    w = reliability.lambert_w0(z)
+    np.testing.assert_allclose(w * np.exp(w), z, rtol=1e-12, atol=1e-15)
+    assert reliability.lambert_w0(-1 / math.e) == pytest.approx(-1.0, abs=1e-7)
+    assert (reliability.lambert_w0(0.0), reliability.lambert_w0(math.e)) == (0.0, 1.0)
+    for bad in (-0.37, float("nan"), float("inf"), "1"):
+        with pytest.raises(ValueError):
+            reliability.lambert_w0(bad)
+
+
+@pytest.mark.parametrize("seed", [1, 4, 9])
+def test_simulation_keeps_what_its_timeline_computes(seed):
+    """One repetition of simulate() and simulate_timeline() with the same seed: the same
+    failures, and the kept compute equals the timeline's compute bars, with a restart long
+    enough (2 h) to matter after every failure. The defaults: no restart, 1,000 runs, seed 0."""
+    args = (3 * DAY, HOUR, 5 * MIN, 3 * HOUR, 2 * HOUR)
+    sim = reliability.simulate(*args, reps=1, seed=seed)
+    tl = reliability.simulate_timeline(*args, seed=seed)
+    assert sim.failures[0] == len(tl.failures_s) >= 5
+    assert sim.kept_s[0] == pytest.approx(tl.total_s("compute"), rel=1e-12)
+    default = reliability.simulate(3 * DAY, HOUR, 5 * MIN, 3 * HOUR)
+    explicit = reliability.simulate(3 * DAY, HOUR, 5 * MIN, 3 * HOUR, 0.0, reps=1000, seed=0)
+    assert default.goodput.shape == (1000,)
+    assert np.array_equal(default.goodput, explicit.goodput)
+
+
+def test_checkpoint_plan_by_hand_with_default_parallelism():
+    """Llama 3 8B's 8,030,261,248 parameters, 14 bytes each (fp16 weights + fp32 Adam
+    state) on 64 GPUs without model parallelism: 64 writers of 1/64 each; at 10 GB/s of
+    storage the write takes 112.4 GB / 10 GB/s, reading back the same."""
+    plan = reliability.checkpoint_plan("llama3-8b", 64, storage_gbytes_s=10)
+    total = 14 * 8_030_261_248
+    assert plan.total_bytes == total and plan.writers == 64
+    assert plan.per_writer_bytes == pytest.approx(total / 64, rel=1e-15)
+    assert plan.write_s == pytest.approx(total / 10e9, rel=1e-12)
+    assert plan.restore_s == pytest.approx(total / 10e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(("hours", "segments"), [(10.5, 10), (10.0, 10), (2.0, 2)])
+def test_finite_horizon_goodput_without_failures_counts_whole_segments(hours, segments):
+    """With an MTBF of 300,000 years nothing fails: a run of H keeps the compute of the
+    segments (59 min of work + 1 min of checkpoint) that end by H, so goodput is
+    floor(H / L) x tau / H, to one part in 10^8."""
+    horizon = hours * HOUR
+    got = reliability.expected_goodput_finite(horizon, HOUR - 60, 60.0, 1e13)
+    assert got == pytest.approx(segments * (HOUR - 60) / horizon, rel=1e-8)
+
+
+def test_defaults_one_link_per_gpu_and_nodes_of_eight():
+    """By default a GPU has one network link, 8 GPUs share a node and 16 a leaf switch. Llama
+    3's Table 5 counts 46 of its 419 interruptions per node (host maintenance 32, SSD 3, power
+    supply 3, chassis 2, IO board 2, CPU 2, memory 2): with 4-GPU nodes, twice the nodes fail
+    those twice as often, 373 + 2 x 46 = 465 in 54 days, 1,296 h / 465 between failures."""
+    inv = reliability.inventory(100)
+    assert (inv.nodes, inv.switches, inv.links) == (13, 7, 100)
+    n, month_h = 16384, 365.25 / 12 * 24
+    one_link = 1 / (419 / 1296 + n * 0.00057 / month_h + n / 16 * 0.00051 / month_h)
+    assert reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"]) == pytest.approx(one_link,
+                                                                                rel=1e-9)
+    assert reliability.mtbf_h(n, gpus_per_node=4) == pytest.approx(1296 / 465, rel=1e-9)

@@ -108,7 +108,7 @@ def test_landmarks_and_largest_gpu():
 def test_days_to_years_and_gpt3_on_one_gpu():
     # Megatron-LM Eq. 4: 1024 A100 at 140 TFLOP/s, 300e9 tokens -> about 34 days
     days = compute.training_days(175e9, 300e9, 1024, 140)
-    assert days == pytest.approx(34, rel=0.02)
+    assert days == pytest.approx(34, abs=0.5)  # the paper prints whole days
     years_one_gpu = units.days_to_years(compute.training_days(175e9, 300e9, 1, 140))
     assert math.isclose(years_one_gpu, days * 1024 / 365.25)
     assert 90 < years_one_gpu < 100

@@ -30,7 +30,10 @@ def test_sources_are_split_before_fitting_and_held_out_ones_are_many():
 
 
 def test_the_planner_beats_a_constant_mfu_on_runs_it_was_not_fitted_to(cv):
-    held = cv.overall("held out")
+    """On the dense 16-bit runs it never saw (every held-out run before mixtures of experts,
+    FP8 and context parallelism entered the planner; those are measured apart, in
+    test_plan_moe.py)."""
+    held = cv.overall("held out", dense_16bit=True)
     assert held["cases"] >= 20
     assert held["mean_abs_pct"] < held["baseline_mean_abs_pct"]
     assert held["worst_abs_pct"] < held["baseline_worst_abs_pct"]

@@ -69,3 +69,18 @@ def test_bad_batch_and_impossible_model_show_a_message_and_recover(explorer):
     assert explorer.error is None
     explorer.controls["tokens_b"].value = 0.0
     assert "tokens (B) must be > 0" in explorer.error
+
+
+def test_a_mixture_of_experts_is_planned_with_expert_parallelism(explorer):
+    """The model menu offers the mixtures of experts too: the explorer searches EP with the
+    rest and names it in the best plan and the explanation."""
+    assert "deepseek-v3" in explorer.controls["model"].options
+    explorer.set_values(model="mixtral-8x7b", gpu="H100-SXM5-80GB", n_gpus=64,
+                        global_batch=256, seq_len=4096, flash_attention=True)
+    assert explorer.error is None
+    assert (explorer.result.arrays["ep"] > 1).any()
+    assert explorer.best.plan.ep > 1 and f"EP{explorer.best.plan.ep}" in explorer.readout.value
+    assert "bound by" in explorer.readout.value
+    direct = plan.search("mixtral-8x7b", "H100-SXM5-80GB", 64, 256, seq_len=4096,
+                         flash_attention=True, tokens=450e9)
+    assert explorer.best.plan == direct.plan(0)

@@ -38,7 +38,15 @@ def test_exact_traffic_is_the_rings_bytes_of_each_collective(stage, dp):
 
 
 def test_traffic_is_array_friendly():
+    """A number in gives a float out; an array in gives the array of each element's traffic."""
     np.testing.assert_allclose(Z.zero_comm_elements(np.array([1e9, 2e9]), 3), [3e9, 6e9])
+    np.testing.assert_allclose(Z.zero_comm_elements(np.array([1e9, 2e9]), 1, 4),
+                               [1.5e9, 3e9])  # (4-1)/4 Ψ twice
+    np.testing.assert_allclose(Z.zero_comm_bytes(np.array([1e9, 2e9]), 0, 2), [2e9, 4e9])
+    np.testing.assert_allclose(Z.zero_comm_bytes(np.array([1e9, 2e9]), 3), [6e9, 12e9])
+    for value in (Z.zero_comm_elements(1e9, 3), Z.zero_comm_elements(1e9, 3, 4),
+                  Z.zero_comm_bytes(1e9, 3), Z.zero_comm_bytes(1e9, 0, 2)):
+        assert type(value) is float
 
 
 @pytest.mark.parametrize("fabric", [NodeNetwork(), NodeNetwork(hierarchical=False),
@@ -58,6 +66,7 @@ def test_comm_parts_name_the_collectives():
     assert list(parts) == ["all-gather (weights)", "all-gather (weights again, backward)",
                            "reduce-scatter (gradients)"]
     assert list(Z.zero_comm(PSI, 0, 64).parts_s) == ["all-reduce (gradients)"]
+    assert (Z.zero_comm(PSI, 2, 16).zero_stage, Z.zero_comm(PSI, 2, 16).dp) == (2, 16)
     assert Z.zero_comm(PSI, 2, 64).bytes_sent == Z.zero_comm_bytes(PSI, 2, 64)
 
 
@@ -97,6 +106,14 @@ def test_memory_table_stage_0_does_not_shrink():
     np.testing.assert_allclose(table[:, 3], 16 * PSI / np.array([1, 8, 1024]))
 
 
+def test_memory_table_follows_the_recipe():
+    """Megatron-LM's bf16 recipe (its distributed-optimizer docs): 2 + 4 + 12 = 18 bytes per
+    parameter, 6 + 12/d with the optimizer sharded; by hand for Ψ = 1e9 and d = 4:
+    18, 6 + 3 = 9, 2 + 16/4 = 6 and 18/4 = 4.5 GB."""
+    table = Z.zero_memory_table(1e9, [1, 4], recipe="megatron-bf16")
+    np.testing.assert_allclose(table, [[18e9] * 4, [18e9, 9e9, 6e9, 4.5e9]])
+
+
 def test_lowest_fitting_stage_is_the_first_that_fits():
     kw = {"recompute": "full"}
     stage = Z.lowest_fitting_stage("gpt3-175b", "H100", 64, **kw)
@@ -121,3 +138,21 @@ def test_lowest_fitting_stage_is_the_first_that_fits():
 def test_bad_input(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
+
+
+# --------------------------------------------------------------------------- who holds what
+def test_partition_slices_by_hand():
+    """ZeRO Sec. 5.1's equal partitions, contiguous; 10 parameters over 4 GPUs: the first
+    10 mod 4 = 2 GPUs keep 3, the others 2. Stage 1 shards only the optimizer state; with as
+    many GPUs as parameters each keeps one. The slices are read-only."""
+    part = Z.partition(10, 3, 4)
+    assert (part.params, part.zero_stage, part.dp) == (10, 3, 4)
+    for name in Z.STATE_PARTS:
+        assert part.ranges[name].tolist() == [[0, 3], [3, 6], [6, 8], [8, 10]]
+        assert part.count(name).tolist() == [3, 3, 2, 2] and part.sharded(name)
+    one_each = Z.partition(4, 1, 4)
+    assert one_each.ranges["optimizer"].tolist() == [[0, 1], [1, 2], [2, 3], [3, 4]]
+    assert one_each.ranges["weights"].tolist() == [[0, 4]] * 4
+    assert not one_each.sharded("grads") and one_each.sharded("optimizer")
+    with pytest.raises(ValueError, match="read-only"):
+        part.ranges["weights"][0, 0] = 1

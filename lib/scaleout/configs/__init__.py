@@ -115,8 +115,9 @@ def load_model(source: str | Path | ModelSpec, *, seq_len: int | None = None
     """A model from a catalog name, a ``config.json`` path or pasted config text.
 
     Returns the spec and, for a config, its :class:`ModelImport` (None for a catalog
-    name). A config whose architecture the planner cannot plan yet (a mixture of
-    experts, MLA) raises a ``ValueError`` naming the keys, with its parameters counted.
+    name). A config with a setting the planner cannot plan (a blocking finding, e.g.
+    heads whose width differs from the hidden size) raises a ``ValueError`` naming the
+    keys, with its parameters counted.
     """
     if isinstance(source, ModelSpec):
         return source, None
@@ -124,10 +125,4 @@ def load_model(source: str | Path | ModelSpec, *, seq_len: int | None = None
     if isinstance(source, Path) or text.endswith(".json") or text.lstrip().startswith("{"):
         imported = from_hf_config(source, seq_len=seq_len)
         return imported.require_plannable(), imported
-    spec = catalog.model(text)
-    if spec.is_moe or spec.is_mla:
-        kind = "a mixture of experts" if spec.is_moe else "multi-head latent attention"
-        raise ValueError(f"model {spec.name!r} uses {kind}; the catalog describes it "
-                         "(scaleout.moe, scaleout.compute.active_params), the planner does "
-                         "not search expert parallelism yet")
-    return spec, None
+    return catalog.model(text), None

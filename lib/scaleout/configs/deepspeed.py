@@ -220,6 +220,13 @@ def check_deepspeed(plan: Plan) -> None:
     if plan.zero_stage == 3 and plan.tp > 1:
         raise _refuse(f"zero_stage=3 with tp={plan.tp}", "AutoTP tensor parallelism is "
                       "validated with ZeRO stages up to 2 only (runtime/engine.py)")
+    if plan.cp > 1:
+        raise _refuse(f"cp={plan.cp}", "its sequence parallelism (Ulysses) splits attention by "
+                      "heads with all-to-alls; the planner's DeepSpeed preset has no context "
+                      "parallelism")
+    if plan.ep > 1:
+        raise _refuse(f"ep={plan.ep}", "the planner's DeepSpeed preset has no expert "
+                      "parallelism (DeepSpeed-MoE's settings are not written)")
     if plan.interleave > 1:
         raise _refuse(f"interleave={plan.interleave}", "its pipeline engine runs a single "
                       "1F1B schedule (TrainSchedule), no interleaved stages")

@@ -4,9 +4,9 @@ A model's ``config.json`` (a file, pasted text or a ``dict``; never downloaded) 
 as data with :mod:`json` and mapped key by key. The tables below say which key becomes
 which field; every value the file does not state and that had to be assumed is
 reported as a :class:`~scaleout.configs.Finding`, and so is every key that is read but
-not yet modelled (mixture of experts, multi-head latent attention, biases on the
-query/key/value projections, per-head norms, sliding windows). Nothing is dropped
-silently: keys with no effect on memory or time are listed as ignored, keys the
+not (or not fully) modelled (routing imbalance of a mixture of experts, MLA's latent
+caching, biases on the query/key/value projections, per-head norms, sliding windows).
+Nothing is dropped silently: keys with no effect on memory or time are listed as ignored, keys the
 importer does not know as unrecognised.
 
 Where the meaning of a key comes from: the model classes of Hugging Face Transformers
@@ -92,8 +92,9 @@ names; ``first_k_dense_replace`` → ``first_dense_layers`` (dense MLPs of
 
 A mixture of experts or MLA is described in full by the spec (every expert's weights
 in :func:`scaleout.memory.param_count`, the active ones in
-:func:`scaleout.compute.active_params`), but flagged as blocking: the planner does not
-search expert parallelism yet (:attr:`ModelImport.plannable`).
+:func:`scaleout.compute.active_params`) and planned: the planner searches expert
+parallelism and prices the all-to-alls. The findings say what it still leaves out (routing
+imbalance and capacity limits; MLA's latent-only caching).
 """
 
 from __future__ import annotations
@@ -396,11 +397,7 @@ def _llama_like(r: _Reader, arch: str, name, seq_len, found):
     q_dim, kv_dim = a * head_dim, kv * head_dim
     head_field = None
     if q_dim != h or h % a:
-        head_field = head_dim
-        found.add("head_dim", head_dim, NOT_MODELLED, f"heads x head_dim = {q_dim} differs "
-                  f"from hidden_size {h}: the spec counts it (attention_head_dim), the "
-                  "planner's attention terms (FLOPs, activations, tensor-parallel traffic) "
-                  "assume heads x head_dim = hidden", blocks=True)
+        head_field = head_dim  # the spec's attention_head_dim: counted and planned
     if arch == "LlamaForCausalLM" or arch == "Qwen3ForCausalLM":
         if r.bool("attention_bias", False):
             n = q_dim + 2 * kv_dim + h
@@ -481,11 +478,12 @@ def _flag_moe(found: _Collector, spec: ModelSpec, key: str) -> None:
     note = (f"a mixture of experts: {spec.experts} experts of width {spec.expert_ffn_hidden} "
             f"in {spec.moe_layers} layers, {spec.top_k} per token"
             + (f", {spec.shared_experts} shared" if spec.shared_experts else "")
-            + "; described by the spec (experts, top_k, ...), not yet searched by the "
-              "planner (expert parallelism)")
-    found.add(key, spec.experts, NOT_MODELLED, note, blocks=True)
-    found.add("num_experts_per_tok", spec.top_k, NOT_MODELLED, "experts per token (top-k)",
-              blocks=True)
+            + "; planned with expert parallelism (FLOPs from the active experts, memory "
+              "from all, the all-to-alls priced); routing is taken as balanced and dropless "
+              "(no load imbalance, no capacity limit)")
+    found.add(key, spec.experts, NOT_MODELLED, note)
+    found.add("num_experts_per_tok", spec.top_k, NOT_MODELLED, "experts per token (top-k): "
+              "the routed copies of each token in the all-to-all and the activations")
 
 
 def _deepseek_v3(r: _Reader, name, seq_len, found):
@@ -529,8 +527,9 @@ def _deepseek_v3(r: _Reader, name, seq_len, found):
     layer = p["attention"] + p["norms"] + (experts + shared) * p["expert"] + p["router"]
     mtp_params = mtp * (layer + 2 * h + 2 * h * h + h)
     found.add("kv_lora_rank", kv_lora, NOT_MODELLED, "multi-head latent attention (MLA: "
-              f"q rank {q_lora}, kv rank {kv_lora}, head dims {nope}+{rope}/{v}); described "
-              "by the spec, not yet searched by the planner", blocks=True)
+              f"q rank {q_lora}, kv rank {kv_lora}, head dims {nope}+{rope}/{v}); its "
+              "parameters and FLOPs are counted and its up-projected heads stored as "
+              "activations (recomputing them from the latent is not modelled)")
     _flag_moe(found, spec, "n_routed_experts")
     if mtp:
         found.add("num_nextn_predict_layers", mtp, NOT_MODELLED, f"multi-token prediction "

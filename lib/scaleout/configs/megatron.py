@@ -28,9 +28,10 @@ Megatron-LM flag                              Plan / model field
 ``--attention-backend`` flash|fused|auto      ``flash_attention`` True (unfused|local: False;
                                               ``--use-flash-attn``: True; absent: auto, True)
 ``--bf16`` / ``--fp16``                       recipe ``mixed-adam`` (neither: ``fp32-adam``)
-``--context-parallel-size``                   ``cp``: not yet modelled (blocks when > 1)
-``--expert-model-parallel-size``,             ``ep``, ``etp``: not yet modelled (expert
-``--expert-tensor-parallel-size``             parallelism needs a mixture of experts)
+``--context-parallel-size``                   ``cp``
+``--expert-model-parallel-size``,             ``ep`` (a mixture of experts only; ignored for
+``--expert-tensor-parallel-size``             a dense model); expert TP other than 1: not
+                                              modelled (blocks); absent with TP: taken as 1
 ``--num-layers``, ``--hidden-size``,          the model (:class:`~scaleout.catalog.ModelSpec`):
 ``--num-attention-heads``, ``--ffn-hidden-``  ``n_layers``, ``hidden``, ``n_heads``,
 ``size``, ``--group-query-attention``         ``ffn_hidden``, ``n_kv_heads``, ``gated_mlp``,
@@ -40,8 +41,9 @@ Megatron-LM flag                              Plan / model field
 ``--max-position-embeddings``,
 ``--disable-bias-linear``, ``--normalization``,
 ``--vocab-size``
-``--num-experts``, ``--moe-router-topk``,     a mixture of experts / MLA / FP8: not yet modelled
-``--multi-latent-attention``, ``--fp8-format``
+``--fp8-format``                              recipe ``fp8-te``
+``--num-experts``, ``--moe-router-topk``,     a mixture of experts / MLA whose shape the flags
+``--multi-latent-attention``                  do not give in full: blocks (give ``model=``)
 ============================================  =====================================================
 
 Every other Megatron-LM flag (``data/frameworks/megatron.toml`` lists all of them) is
@@ -236,15 +238,6 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
                          f"--tensor-model-parallel-size x --pipeline-model-parallel-size x "
                          f"--context-parallel-size = {tp} x {pp} x {cp} = {tp * pp * cp}")
     dp = n_gpus // (tp * pp * cp)
-    if cp > 1:
-        found.add("--context-parallel-size", cp, NOT_MODELLED, "context parallelism splits "
-                  "each sequence over GPUs; the planner has no cp yet", blocks=True)
-    if ep > 1:
-        found.add("--expert-model-parallel-size", ep, NOT_MODELLED, "expert parallelism "
-                  "(applies to mixture-of-experts layers, which the planner does not model)")
-    if etp is not None:
-        found.add("--expert-tensor-parallel-size", etp, NOT_MODELLED, "tensor parallelism "
-                  "of the experts (mixture of experts only)")
     micro = _int(label, flags, "--micro-batch-size")
     if micro is None:
         raise ValueError(f"{label}: --micro-batch-size is missing (Megatron-LM requires it)")
@@ -287,14 +280,31 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
         found.add("--bf16", False, ASSUMED, "neither --bf16 nor --fp16: fp32 training "
                   "(recipe fp32-adam)")
     fp8 = _word(label, flags, "--fp8-format", ("e4m3", "hybrid"))
-    if fp8 is not None:
-        found.add("--fp8-format", fp8, NOT_MODELLED, "FP8 matrix multiplies; the prediction "
-                  "assumes BF16 tensor-core rates")
+    if fp8 is not None and recipe != "fp32-adam":
+        recipe = "fp8-te"
+        found.add("--fp8-format", fp8, ASSUMED, "FP8 matrix multiplies with Transformer "
+                  "Engine's per-tensor scales: recipe fp8-te (bf16 weights, fp32 master and "
+                  "gradients)")
     # ---- the model the flags describe
     spec, model_flags = _model(label, flags, seq, found)
     consumed |= model_flags
     if spec is None:
         spec = model
+    # ---- context and expert parallelism
+    moe_model = spec is not None and spec.is_moe
+    if ep > 1 and not moe_model:
+        found.add("--expert-model-parallel-size", ep, IGNORED, "expert parallelism has no "
+                  "effect on a dense model" if spec is not None else "expert parallelism; "
+                  "the model is not known here (give model=) and is taken as dense")
+        ep = 1
+    if etp is not None and etp != 1:
+        found.add("--expert-tensor-parallel-size", etp, NOT_MODELLED, "tensor parallelism "
+                  "of the experts; the planner keeps each expert whole on its GPU",
+                  blocks=moe_model)
+    elif etp is None and moe_model and tp > 1:
+        found.add("--expert-tensor-parallel-size", 1, ASSUMED, f"absent: Megatron-Core "
+                  f"splits the experts over tp={tp} then; the planner keeps them whole "
+                  "(expert tensor parallelism 1)")
     # ---- interleaving and stage layout
     v = _int(label, flags, "--num-virtual-stages-per-pipeline-rank", None)
     per_chunk = _int(label, flags, "--num-layers-per-virtual-pipeline-stage", None)
@@ -347,7 +357,7 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
         try:
             plan = Plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
                         zero_stage=zero, sp=sp, recompute=recompute, interleave=v,
-                        flash_attention=flash, seq_len=seq)
+                        flash_attention=flash, seq_len=seq, cp=cp, ep=ep)
         except ValueError as exc:
             raise ValueError(f"{label}: {exc}") from None
     return ImportedRun(_F, label, settings, plan, tuple(found.items), recipe, uneven, spec)
@@ -365,12 +375,16 @@ def _model(label: str, flags: dict, seq: int | None, found: _Collector
         used(_F, n)
     experts = _int(label, flags, "--num-experts", None)
     if experts is not None:
-        found.add("--num-experts", experts, NOT_MODELLED, "a mixture of experts", blocks=True)
+        found.add("--num-experts", experts, NOT_MODELLED, "a mixture of experts whose shape "
+                  "the flags do not give in full (expert width, shared experts, dense layers): "
+                  "give the model (a catalog name or its config.json)", blocks=True)
         topk = _int(label, flags, "--moe-router-topk", None)
         if topk is not None:
             found.add("--moe-router-topk", topk, NOT_MODELLED, "experts per token", blocks=True)
     if _switch(label, flags, "--multi-latent-attention"):
-        found.add("--multi-latent-attention", True, NOT_MODELLED, "MLA", blocks=True)
+        found.add("--multi-latent-attention", True, NOT_MODELLED, "MLA, whose widths the flags "
+                  "do not give: give the model (a catalog name or its config.json)",
+                  blocks=True)
     layers = _int(label, flags, "--num-layers", None)
     hidden = _int(label, flags, "--hidden-size", None)
     heads = _int(label, flags, "--num-attention-heads", None)
@@ -455,8 +469,17 @@ def to_megatron_args(plan: Plan, model: ModelSpec | None = None, *,
             add("--disable-bias-linear")
             add("--normalization", "RMSNorm")
         add("--vocab-size", model.vocab)
+    if model is not None and model.is_moe:
+        add("--num-experts", model.experts)
+        add("--moe-router-topk", model.top_k)
     add("--tensor-model-parallel-size", plan.tp)
     add("--pipeline-model-parallel-size", plan.pp)
+    if plan.cp > 1:
+        add("--context-parallel-size", plan.cp)
+    if plan.ep > 1:
+        add("--expert-model-parallel-size", plan.ep)
+    if model is not None and model.is_moe and plan.tp > 1:
+        add("--expert-tensor-parallel-size", 1)
     if plan.interleave > 1:
         add("--num-virtual-stages-per-pipeline-rank", plan.interleave)
     if plan.sp:
@@ -481,6 +504,9 @@ def to_megatron_args(plan: Plan, model: ModelSpec | None = None, *,
     add("--bf16")
     notes = [f"World size: {plan.n_gpus} processes (torchrun --nnodes x --nproc-per-node); "
              "Megatron-LM derives dp from it.",
+             *(["The mixture of experts' other shape flags (expert width, shared experts, "
+                "dense layers, MLA) are the model's own: take them from its recipe."]
+               if model is not None and (model.is_moe or model.is_mla) else []),
              "Megatron-LM pads the vocabulary to a multiple of "
              "--make-vocab-size-divisible-by x tp (the tokenizer sets the real size)."]
     if plan.recompute == "full":

@@ -30,8 +30,10 @@ shard > 1 (FSDP2) + ``fsdp_reshard_after_``        ``zero_stage`` 3 (``always``,
                                                    selective); every n-th layer: not modelled
 (always)                                           ``flash_attention`` True: attention runs in SDPA
                                                    or FlexAttention kernels
-``parallelism.context_parallel_degree``,           not yet modelled (cp blocks when > 1)
-``expert_parallel_degree``, float8 converters
+``parallelism.context_parallel_degree``           ``cp``
+``parallelism.expert_parallel_degree``             ``ep`` (a mixture of experts; ignored for a
+                                                   dense model); expert TP > 1: not modelled
+``model.converters`` float8, mx                    recipe ``fp8-te``
 =================================================  =================================================
 
 A key torchtitan does not have is an error (torchtitan refuses it too); other known
@@ -143,13 +145,16 @@ def from_torchtitan_toml(toml: str | Path | Mapping, *, n_gpus: int | None = Non
     if n_gpus is not None and world != n_gpus:
         raise ValueError(f"{label}: the degrees multiply to {world} GPUs (replicate {replicate} x "
                          f"shard {shard} x tp {tp} x pp {pp} x cp {cp}), not {n_gpus}")
-    if cp > 1:
-        found.add("parallelism.context_parallel_degree", cp, NOT_MODELLED, "context "
-                  "parallelism; the planner has no cp yet", blocks=True)
-    if ep > 1 or etp > 1:
-        found.add("parallelism.expert_parallel_degree", ep, NOT_MODELLED, "expert "
-                  "parallelism (no effect on a dense model; mixtures of experts are not "
-                  "modelled)")
+    moe_model = model is not None and model.is_moe
+    if ep > 1 and not moe_model:
+        found.add("parallelism.expert_parallel_degree", ep, IGNORED, "expert parallelism has "
+                  "no effect on a dense model" if model is not None else "expert parallelism; "
+                  "the model is not known here (give model=) and is taken as dense")
+        ep = 1
+    if etp > 1:
+        found.add("parallelism.expert_tensor_parallel_degree", etp, NOT_MODELLED, "tensor "
+                  "parallelism of the experts; the planner keeps each expert whole on its GPU",
+                  blocks=moe_model)
     reshard = choice(label, "parallelism.fsdp_reshard_after_forward",
                      get("parallelism.fsdp_reshard_after_forward", "default"),
                      ("default", "always", "never"))
@@ -254,15 +259,17 @@ def from_torchtitan_toml(toml: str | Path | Mapping, *, n_gpus: int | None = Non
     found.add("flash_attention", True, ASSUMED, "torchtitan computes attention with SDPA or "
               "FlexAttention kernels that do not store the score matrix")
     converters = get("model.converters", [])
-    if "float8" in converters or "mx" in converters:
-        found.add("model.converters", converters, NOT_MODELLED, "low-precision matrix "
-                  "multiplies; the prediction assumes BF16 rates")
     recipe = "mixed-adam"
     if get("training.dtype", "float32") == "bfloat16":
         found.add("training.dtype", "bfloat16", NOT_MODELLED, "pure BF16 training without "
                   "FP32 master weights", blocks=True)
     if get("training.mixed_precision_param", "bfloat16") == "float32":
         recipe = "fp32-adam"
+    elif "float8" in converters or "mx" in converters:
+        recipe = "fp8-te"
+        found.add("model.converters", converters, ASSUMED, "FP8 matrix multiplies (torchao "
+                  "float8 or MX) priced as recipe fp8-te: the Linear layers at the FP8 peak, "
+                  "their inputs kept in FP8")
     get("model.name", None)
     get("model.flavor", None)
     for key, value in flat.items():
@@ -279,7 +286,7 @@ def from_torchtitan_toml(toml: str | Path | Mapping, *, n_gpus: int | None = Non
         try:
             plan = Plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
                         zero_stage=zero, sp=sp, recompute=recompute, interleave=v,
-                        flash_attention=True, seq_len=seq)
+                        flash_attention=True, seq_len=seq, cp=cp, ep=ep)
         except ValueError as exc:
             raise ValueError(f"{label}: {exc}") from None
     return ImportedRun(_F, label, settings, plan, tuple(found.items), recipe, uneven, model)
@@ -336,6 +343,11 @@ def to_torchtitan_toml(plan: Plan, model: ModelSpec | None = None, *,
         p("data_parallel_shard_degree", 1)
     p("tensor_parallel_degree", plan.tp)
     p("pipeline_parallel_degree", plan.pp)
+    if plan.cp > 1:
+        p("context_parallel_degree", plan.cp)
+    if plan.ep > 1:
+        p("expert_parallel_degree", plan.ep)
+        p("expert_tensor_parallel_degree", 1)
     if plan.pp > 1:
         p("pipeline_parallel_microbatch_size", plan.micro_batch)
         p("pipeline_parallel_first_stage_less_layers", 0)

@@ -1,9 +1,11 @@
-"""The 3D-parallel planner: a step-time model of a parallel layout, and a vectorised search.
+"""The parallelism planner: a step-time model of a parallel layout, and a vectorised search.
 
-A *plan* splits the training of one model over ``n = tp × pp × dp`` GPUs:
-tensor parallelism (``tp``) splits every matrix, pipeline parallelism (``pp``)
-splits the layers into stages, data parallelism (``dp``) copies the result and
-splits the batch; ZeRO shards the optimizer state (and more) over the copies;
+A *plan* splits the training of one model over ``n = tp × cp × pp × dp`` GPUs:
+tensor parallelism (``tp``) splits every matrix, context parallelism (``cp``) every
+sequence, pipeline parallelism (``pp``) splits the layers into stages, data parallelism
+(``dp``) copies the result and splits the batch; a mixture of experts spreads its experts
+over ``ep`` GPUs of each stage (expert parallelism, folded over ``tp × cp × dp``); ZeRO
+shards the optimizer state (and more) over the copies;
 sequence parallelism, activation recomputation, micro-batch size and the
 interleaved schedule trade memory for time. :func:`evaluate` predicts one plan's
 memory per GPU and iteration time; :func:`search` evaluates every valid plan at
@@ -39,6 +41,10 @@ The model of one iteration (busiest pipeline stage, ``m = B / (dp b)`` micro-bat
   hierarchical across nodes (:class:`scaleout.collectives.NodeNetwork`). Exposed
   except for ``Calibration.dp_overlap``.
 * **Optimizer step**: Adam reads and writes its state once, memory-bound.
+* **Mixtures of experts, context parallelism, FP8, DualPipe**: see
+  :mod:`scaleout.plan.step` (active-parameter FLOPs, the all-to-alls of
+  :func:`scaleout.moe.layer_comm_time`, ring attention's exposed exchange, the recipe's
+  FP8 share at the FP8 peak, DeepSeek-V3's schedule).
 
 Collectives run at ``Calibration.collective_efficiency`` of the links' line rates
 (``data/links.toml``). The four numbers of :class:`Calibration` are fitted once,
@@ -73,7 +79,7 @@ from __future__ import annotations
 from ..layout import RECOMPUTE_MODES, Plan
 from .calibration import DEFAULT_CALIBRATION, Calibration
 from .evaluate import PlanResult, evaluate, plan_from_arrays
-from .explain import PART_WORDS, explain
+from .explain import PART_WORDS, bound, explain
 from .frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, Framework, framework, framework_names
 from .network import default_network
 from .published import TRAINING
@@ -119,6 +125,7 @@ __all__ = [
     "PlanResult",
     "SearchResult",
     "ValidationRow",
+    "bound",
     "cross_validation",
     "default_network",
     "evaluate",

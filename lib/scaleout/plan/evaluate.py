@@ -96,19 +96,24 @@ def plan_from_arrays(a: Mapping[str, np.ndarray], i: int, *, global_batch: int,
                 zero_stage=int(a["zero_stage"][i]), sp=bool(a["sp"][i]),
                 recompute=str(a["recompute"][i]), interleave=int(a["interleave"][i]),
                 flash_attention=bool(a["flash"][i]), seq_len=seq_len,
-                zero_shard=int(a["zero_shard"][i]) if "zero_shard" in a else None)
+                zero_shard=int(a["zero_shard"][i]) if "zero_shard" in a else None,
+                cp=int(a["cp"][i]) if "cp" in a else 1, ep=int(a["ep"][i]) if "ep" in a else 1)
 
 
 def _one(ctx: Context, plan: Plan, uneven: bool = False) -> dict[str, np.ndarray]:
     a = {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "micro_batch": plan.micro_batch,
          "interleave": plan.interleave, "zero_stage": plan.zero_stage, "sp": plan.sp,
          "rc": memory.recompute_code(plan.recompute), "flash": plan.flash_attention,
-         "zero_shard": plan.shard_group}
+         "zero_shard": plan.shard_group, "cp": plan.cp, "ep": plan.ep}
     return iteration(ctx, {k: np.array([v]) for k, v in a.items()}, uneven=uneven)
 
 
 def throughput(ctx: Context, n_gpus, step_s, rc) -> dict[str, np.ndarray]:
-    """Tokens/s, MFU, HFU and TFLOP/s per GPU (PaLM App. B; Megatron-LM Eq. 3)."""
+    """Tokens/s, MFU, HFU and TFLOP/s per GPU (PaLM App. B; Megatron-LM Eq. 3).
+
+    Model FLOPs count a mixture of experts' active parameters
+    (:func:`scaleout.compute.flops_per_token`); MFU and HFU are shares of the GPU's dense
+    BF16 peak, whatever the recipe (an FP8 run's MFU is its BF16-equivalent one)."""
     m, s, B = ctx.model, ctx.seq_len, ctx.global_batch
     peak = ctx.gpu.bf16_dense_flops
     model_flops = compute.flops_per_token(m, s) * B * s
@@ -186,7 +191,10 @@ def evaluate(
                   switches, reserve_gib)
     layout.check(plan, layout.Facts.of(m, net.gpus_per_node, uneven_layers=uneven,
                                        allow_tp_across_nodes=allow_tp_across_nodes,
-                                       relaxable=True, framework=ctx.framework))
+                                       relaxable=True, framework=ctx.framework,
+                                       seq_len=ctx.seq_len,
+                                       flash_attention=plan.flash_attention,
+                                       recipe=ctx.recipe, gpu=ctx.gpu))
     out = _one(ctx, plan, uneven)
     rc = RECOMPUTE_MODES.index(plan.recompute)
     thr = throughput(ctx, plan.n_gpus, out["step_s"], rc)

@@ -44,6 +44,25 @@ hybrid_shard
     Whether ZeRO may shard inside groups of data-parallel ranks and replicate across them
     (a plan's ``zero_shard``): the sharded collectives then run inside a group, and the
     gradients' shards are all-reduced across the groups.
+cp_variant
+    The framework's context parallelism: ``"ring"`` (ring attention, key/value blocks passed
+    around the context-parallel group beside the attention compute), or ``""``: none (a plan
+    keeps ``cp = 1``).
+expert_parallel
+    Whether the framework spreads a mixture of experts' experts over GPUs (a plan's ``ep``).
+a2a_overlap
+    The mixture-of-experts dispatch and combine all-to-alls overlapped with computation
+    (Megatron-Core ``--overlap-moe-expert-parallel-comm``; DeepSeek's DualPipe): only the part
+    longer than the layer's computation is exposed.
+pipeline_schedule
+    ``"1f1b"`` (Megatron-LM's 1F1B, interleaved when ``v > 1``) or ``"dualpipe"`` (DeepSeek-V3
+    Sec. 3.2.1: micro-batches fed from both ends, every GPU holding stages ``i`` and
+    ``pp - 1 - i``, so two copies of its stage's parameters; bubble
+    :func:`scaleout.pipeline.dualpipe_bubble_s`; sends overlapped).
+comm_sm_share
+    The share of a GPU's streaming multiprocessors given to communication kernels that run
+    beside the computation (DeepSeek-V3: 20 of the H800's 132, Sec. 3.2.2); computation runs
+    on the rest.
 
 The overlaps and hybrid sharding are switches a user may turn off (:func:`framework`'s
 ``switches``: what a run that disabled them would do); a switch the framework does not have
@@ -55,15 +74,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ..checks import check_choice, close_matches
+from ..checks import check_choice, check_range, close_matches
 from ..units import MIB
 
-__all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "SWITCHES", "Framework", "framework",
-           "framework_names", "preset_rows"]
+__all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "PIPELINE_SCHEDULES", "SWITCHES", "Framework",
+           "framework", "framework_names", "preset_rows"]
 
 #: The switches a user may turn off (a framework's mechanisms that a run can disable).
 SWITCHES = ("grad_overlap", "param_gather_overlap", "tp_overlap", "p2p_overlap",
-            "hybrid_shard")
+            "hybrid_shard", "a2a_overlap")
+#: Pipeline schedules a framework may run.
+PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 
 
 @dataclass(frozen=True)
@@ -84,11 +105,19 @@ class Framework:
     tp_overlap: bool = False
     p2p_overlap: bool = False
     hybrid_shard: bool = False
+    cp_variant: str = ""
+    expert_parallel: bool = False
+    a2a_overlap: bool = False
+    pipeline_schedule: str = "1f1b"
+    comm_sm_share: float = 0.0
     sources: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_choice("collectives", self.collectives, ("nccl", "hierarchical"))
         check_choice("zero3_unit", self.zero3_unit, ("layer", "tensor"))
+        check_choice("cp_variant", self.cp_variant, ("", "ring"))
+        check_choice("pipeline_schedule", self.pipeline_schedule, PIPELINE_SCHEDULES)
+        check_range("comm_sm_share", self.comm_sm_share, 0.0, 0.9)
 
     def with_switches(self, switches: Mapping[str, bool] | None) -> Framework:
         """This preset with some of its :data:`SWITCHES` turned off (or left on).
@@ -172,8 +201,12 @@ _TORCHTITAN = Framework(
     "torchtitan", "torchtitan (FSDP2 + TP + PP, 2024-25)",
     grad_bucket_bytes=None, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
     zero_stages=(0, 2, 3), max_zero_with_pp=3, tp_overlap=False, p2p_overlap=False,
-    hybrid_shard=True,
+    hybrid_shard=True, cp_variant="ring", expert_parallel=True,
     sources={
+        "cp_variant": "parallelism.context_parallel_degree: PyTorch's context_parallel, ring "
+                      "attention over the sequence shards (Liang et al. 2025 Sec. 2.1)",
+        "expert_parallel": "parallelism.expert_parallel_degree (torchtitan's mixture-of-experts "
+                           "models, 2025)",
         "hybrid_shard": "HSDP: data_parallel_replicate_degree x data_parallel_shard_degree "
                         "(Liang et al. 2025 Sec. 2.1)",
         "zero3_unit": "Liang et al. 2025 (arXiv 2410.06511) Sec. 2.1: fully_shard per "
@@ -189,8 +222,15 @@ _MEGATRON_CORE = Framework(
     "megatron-core", "Megatron-Core (2024-25)",
     grad_bucket_bytes=40e6 * 4, grad_overlap=True, param_gather_overlap=True,
     zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
-    tp_overlap=True, p2p_overlap=True, hybrid_shard=True,
+    tp_overlap=True, p2p_overlap=True, hybrid_shard=True, cp_variant="ring",
+    expert_parallel=True, a2a_overlap=False,
     sources={
+        "cp_variant": "--context-parallel-size: ring attention in Transformer Engine "
+                      "(cp_comm_type 'p2p' by default)",
+        "expert_parallel": "--expert-model-parallel-size; experts folded over TP x CP x DP "
+                           "(MoE parallel folding, arXiv 2504.14960)",
+        "a2a_overlap": "--overlap-moe-expert-parallel-comm exists and is off by default "
+                       "(megatron/training/arguments.py)",
         "hybrid_shard": "--num-distributed-optimizer-instances: the distributed optimizer "
                         "sharded within each instance, gradients all-reduced across them",
         "grad_bucket_bytes": "megatron/core/distributed/distributed_data_parallel_config.py: "
@@ -204,8 +244,30 @@ _MEGATRON_CORE = Framework(
         "p2p_overlap": "overlap_p2p_comm (interleaved 1F1B)",
     })
 
+_HAI_LLM = Framework(
+    "deepseek-hai-llm", "DeepSeek HAI-LLM with DualPipe (DeepSeek-V3, 2024)",
+    grad_bucket_bytes=None, grad_overlap=False, param_gather_overlap=False,
+    zero_stages=(0, 1), max_zero_with_pp=1, tp_overlap=False, p2p_overlap=True,
+    hybrid_shard=False, cp_variant="", expert_parallel=True, a2a_overlap=True,
+    pipeline_schedule="dualpipe", comm_sm_share=20 / 132,
+    sources={
+        "pipeline_schedule": "DeepSeek-V3 report (arXiv 2412.19437) Sec. 3.2.1 and Table 2: "
+                             "DualPipe, bubble (PP/2 - 1)(F&B + B - 3W), two copies of the "
+                             "parameters, PP + 1 micro-batches of activations",
+        "a2a_overlap": "Sec. 3.2.1: the dispatch and combine all-to-alls of one chunk overlap "
+                       "the computation of another (forward and backward pairs)",
+        "p2p_overlap": "Sec. 3.2.1: pipeline communication hidden inside DualPipe's overlapped "
+                       "chunks",
+        "comm_sm_share": "Sec. 3.2.2: 20 of the H800's 132 SMs run the communication kernels",
+        "zero_stages": "Sec. 3.2: 'ZeRO-1 Data Parallelism'",
+        "expert_parallel": "Sec. 3.2: 64-way expert parallelism over 8 nodes",
+        "cp_variant": "no context parallelism in the report (4K pre-training sequences)",
+        "grad_overlap": "not stated in the report: the gradient reduction is taken as exposed",
+        "tp_overlap": "no tensor parallelism in training (Sec. 3.2)",
+    })
+
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
-    _MEGATRON_2021, _DEEPSPEED_2021, _FSDP, _TORCHTITAN, _MEGATRON_CORE)}
+    _MEGATRON_2021, _DEEPSPEED_2021, _FSDP, _TORCHTITAN, _MEGATRON_CORE, _HAI_LLM)}
 #: The framework the planner assumes when none is named: how large models are trained today.
 DEFAULT_FRAMEWORK = "megatron-core"
 
@@ -248,7 +310,8 @@ def preset_rows() -> list[dict[str, str]]:
         overlaps = [name for name, on in (("gradient reduction", f.grad_overlap),
                                           ("ZeRO-1/2 weight gather", f.param_gather_overlap),
                                           ("tensor-parallel", f.tp_overlap),
-                                          ("pipeline sends", f.p2p_overlap)) if on]
+                                          ("pipeline sends", f.p2p_overlap),
+                                          ("MoE all-to-all", f.a2a_overlap)) if on]
         out.append({
             "preset": f.name, "framework": f.label,
             "collectives": ("NCCL, flat rings across nodes" if f.flat_dp_rings
@@ -262,5 +325,8 @@ def preset_rows() -> list[dict[str, str]]:
             "with pipelining": f"up to ZeRO-{f.max_zero_with_pp}" if f.max_zero_with_pp
             else "no ZeRO",
             "hybrid sharding": "yes" if f.hybrid_shard else "no",
+            "context parallel": f.cp_variant or "no",
+            "expert parallel": "yes" if f.expert_parallel else "no",
+            "schedule": "DualPipe" if f.pipeline_schedule == "dualpipe" else "1F1B",
         })
     return out

@@ -5,9 +5,9 @@ a layout, a framework, and one measured quantity: seconds per iteration, TFLOP/s
 counted some way, tokens per second). A reader turns each run into a :class:`Case`: the model,
 GPU, network and :class:`~scaleout.layout.Plan`, the framework preset that ran it, and how to
 read the planner's prediction in the run's own quantity. What a paper leaves out is assumed as
-its file says (``assumed``); a run the planner cannot represent yet (context or expert
-parallelism, FP8, a GPU outside the catalog, a recomputation policy it does not model) is kept
-out with the reason (:func:`cases` returns both).
+its file says (``assumed``); a run the planner cannot represent (a GPU outside the catalog, a
+recomputation policy or a multi-token-prediction module it does not model, Megatron FSDP) is
+kept out with the reason (:func:`cases` returns both).
 
 The sources are split once, before any fitting: :data:`TRAINING` fits the calibration,
 every other source is held out and only predicted.
@@ -52,6 +52,18 @@ class Case:
     published: float
     predict: Callable[[PlanResult], float] = field(repr=False)
     assumed: tuple[str, ...] = ()
+    recipe: str = "mixed-adam"
+
+    @property
+    def mechanisms(self) -> tuple[str, ...]:
+        """What the run exercises beyond a dense model in 16 bits: ``"mixture of experts"``,
+        ``"FP8"``, ``"context parallelism"`` (empty for a dense 16-bit run)."""
+        from .. import memory
+
+        return tuple(name for name, on in (
+            ("mixture of experts", self.model.is_moe),
+            ("FP8", memory.get_recipe(self.recipe).fp8),
+            ("context parallelism", self.plan.cp > 1)) if on)
 
 
 # ---------------------------------------------------------------------------- readers
@@ -69,6 +81,10 @@ def _model_tflops(r: PlanResult) -> float:
 
 def _tokens_per_gpu(r: PlanResult) -> float:
     return r.tokens_per_s / r.plan.n_gpus
+
+
+def _gpu_hours_per_trillion(r: PlanResult) -> float:
+    return 1e12 / _tokens_per_gpu(r) / 3600
 
 
 def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int, seq_len: int,
@@ -152,19 +168,17 @@ def _llama3(raw: dict) -> tuple[list[Case], list[str]]:
     out, skipped = [], []
     m = catalog.model("llama3-405b")
     for run in raw["run"]:
-        if run["cp"] > 1:
-            skipped.append(f"{run['case']}: context parallelism (CP {run['cp']}) is not in "
-                           "the planner yet")
-            continue
         plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], micro_batch=1,
                     global_batch=run["global_batch"], zero_stage=2, recompute="none",
-                    interleave=2, flash_attention=True, seq_len=run["seq_len"])
+                    interleave=2, flash_attention=True, seq_len=run["seq_len"], cp=run["cp"])
         net = NodeNetwork(intra="NVLink 4", inter="RoCE v2 400GbE", gpus_per_node=8)
+        cp = (("context parallelism as ring attention (Llama 3 all-gathers K and V)",)
+              if run["cp"] > 1 else ())
         out.append(Case("llama3_table4", run["case"], m, run["gpu"], net, plan, "torchtitan",
                         "TFLOP/s per GPU (model FLOPs)", run["tflops_per_gpu"], _model_tflops,
                         ("micro-batch 1", "interleave 2", "sharded data parallelism as "
                          "ZeRO-2 with pipelining", "first and last stage one layer fewer: "
-                         "the planner's balanced split")))
+                         "the planner's balanced split", *cp)))
     return out, skipped
 
 
@@ -215,19 +229,24 @@ def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
     return out, []
 
 
+#: Megatron Bridge's precision columns as recipes: BF16 as the other sources' 16-bit recipe,
+#: FP8 with current scaling as Transformer Engine's per-tensor FP8, MXFP8 (Blackwell's 1x32
+#: block scales) at the same FP8 peak and bytes (its scales, one byte per 32 values, left out).
+_BRIDGE_RECIPES = {"BF16": "mixed-adam", "FP8-CS": "fp8-te", "FP8-MX": "fp8-te"}
+
+
 def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
     out, skipped = [], []
     for run in raw["run"]:
         why = None
-        if run["precision"] != "BF16":
-            why = f"{run['precision']}: FP8 is not in the planner yet"
+        if run["precision"] not in _BRIDGE_RECIPES:
+            why = f"{run['precision']}: no recipe for it"
         elif run["gpu"] not in catalog.gpu_names():
             why = f"{run['gpu']} is not in the catalog"
-        elif (run["model"] not in catalog.model_names()
-              or catalog.model(run["model"]).is_moe):
-            why = f"{run['model']}: mixture-of-experts is not in the planner yet"
-        elif run["cp"] > 1:
-            why = "context parallelism is not in the planner yet"
+        elif run["model"] not in catalog.model_names():
+            why = f"{run['model']} is not in the catalog"
+        elif run.get("variant") == "w/ MTP":
+            why = "multi-token prediction is not modelled"
         elif run.get("fsdp", 0):
             why = "Megatron FSDP rows are not modelled"
         if why:
@@ -237,13 +256,50 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
         plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], micro_batch=run["micro_batch"],
                     global_batch=run["global_batch"], zero_stage=1, sp=run["tp"] > 1,
                     recompute="selective", interleave=run.get("vp") or 1,
-                    flash_attention=True, seq_len=run["seq_len"])
-        out.append(Case("megatron_bridge_perf_2511", f"{m.name} on {run['gpus']} × {run['gpu']}",
-                        m, run["gpu"], default_network(run["gpu"]), plan, "megatron-core",
+                    flash_attention=True, seq_len=run["seq_len"], cp=run["cp"],
+                    ep=run.get("ep", 1))
+        extra = []
+        if run["precision"] == "FP8-MX":
+            extra.append("MXFP8 priced as FP8 (same peak and bytes)")
+        if m.is_moe:
+            extra += ["force-balanced, dropless routing", "expert tensor parallelism 1",
+                      "no all-to-all overlap (Megatron-Core's default)"]
+        if run.get("variant") == "dropless":
+            extra.append("no multi-token prediction (not stated for this row)")
+        if run["cp"] > 1:
+            extra.append("context parallelism as ring attention (Megatron-Core's p2p)")
+        label = (f"{m.name}{' ' + run['precision'] if run['precision'] != 'BF16' else ''} on "
+                 f"{run['gpus']} × {run['gpu']}")
+        out.append(Case("megatron_bridge_perf_2511", label, m, run["gpu"],
+                        default_network(run["gpu"]), plan, "megatron-core",
                         "tokens/s per GPU", run["tokens_per_s_per_gpu"], _tokens_per_gpu,
                         ("distributed optimizer (ZeRO-1)", "SP with TP",
-                         "selective recomputation", "the system's datasheet network")))
+                         "selective recomputation", "the system's datasheet network", *extra),
+                        _BRIDGE_RECIPES[run["precision"]]))
     return out, skipped
+
+
+def _deepseek_v3(raw: dict) -> tuple[list[Case], list[str]]:
+    out = []
+    for run in raw["run"]:
+        m = catalog.model(run["model"])
+        plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], ep=run["ep"], cp=run["cp"],
+                    micro_batch=1, global_batch=run["global_batch"],
+                    zero_stage=run["zero_stage"], recompute="selective", flash_attention=True,
+                    seq_len=run["seq_len"])
+        out.append(Case("deepseek_v3", f"{m.name} pre-training on {run['gpus']:,} H800", m,
+                        "H800-SXM5-80GB", default_network("H800-SXM5-80GB"), plan,
+                        "deepseek-hai-llm", "H800 GPU-hours per 10^12 tokens",
+                        run["gpu_hours_per_trillion_tokens"], _gpu_hours_per_trillion,
+                        (*run["assumed"], "micro-batch 1, 120 micro-batches per step",
+                         "the final batch (15,360 sequences) throughout",
+                         "attention-only selective recomputation (the report also recomputes "
+                         "RMSNorm, MLA up-projections and SwiGLU)",
+                         "no multi-token-prediction module",
+                         "the catalog's H800 links (NVLink 200 GB/s, IB NDR 50 GB/s a GPU)",
+                         "balanced routing"),
+                        "fp8-deepseek"))
+    return out, []
 
 
 #: Each source's reader and a short title, in the order tables are printed.
@@ -255,7 +311,8 @@ SOURCES: dict[str, tuple[str, Callable[[dict], tuple[list[Case], list[str]]]]] =
     "megascale_table2": ("MegaScale 2024, Table 2 (Megatron-LM rows)", _megascale),
     "llama3_table4": ("Llama 3 2024, Table 4", _llama3),
     "torchtitan_2024": ("torchtitan 2024 (FSDP2, A100)", _torchtitan),
-    "megatron_bridge_perf_2511": ("Megatron Bridge 25.11 (dense BF16)", _bridge),
+    "megatron_bridge_perf_2511": ("Megatron Bridge 25.11 (dense, MoE, FP8, CP)", _bridge),
+    "deepseek_v3": ("DeepSeek-V3 report 2024 (2,048 H800)", _deepseek_v3),
 }
 
 

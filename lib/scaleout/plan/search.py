@@ -1,9 +1,10 @@
 """The exhaustive, vectorised search: every valid plan of a cluster, evaluated at once, ranked.
 
-Candidates are every ``(tp, pp, dp)`` split of the GPUs with every micro-batch size and
-interleaving up to the search's limits, then every ZeRO stage, sequence-parallel and
-recomputation option; :data:`scaleout.layout.RULES` masks them (the same rules
-:func:`~scaleout.plan.evaluate` applies to one plan), and the model of one iteration
+Candidates are every ``(tp, cp, pp, dp)`` split of the GPUs (context-parallel sizes as
+asked) with every expert-parallel size, micro-batch size and interleaving up to the search's
+limits, then every ZeRO stage, sequence-parallel and recomputation option;
+:data:`scaleout.layout.RULES` masks them (the same rules :func:`~scaleout.plan.evaluate`
+applies to one plan), and the model of one iteration
 (:func:`scaleout.plan.step.iteration`) evaluates the rest as numpy arrays.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import catalog, layout, memory
+from .. import catalog, context_parallel, layout, memory, moe
 from ..catalog import GPU, ModelSpec
 from ..checks import check_bool, check_choice, check_int, check_positive, divisors
 from ..collectives import NodeNetwork
@@ -27,15 +28,24 @@ from .frameworks import Framework
 from .network import default_network
 from .step import context, iteration
 
-__all__ = ["PLAN_FIELDS", "NoPlanError", "SearchResult", "candidates", "search"]
+__all__ = ["LONG_SEQUENCE", "MAX_CP", "PLAN_FIELDS", "NoPlanError", "SearchResult", "candidates",
+           "default_cp_sizes", "default_ep_sizes", "search"]
 
 #: The fields a search's plans vary (``recompute`` as names), usable in
 #: :meth:`SearchResult.best_by` and :meth:`SearchResult.rank_where`.
 PLAN_FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute",
-               "zero_shard")
-#: Rules that judge the split, micro-batch and interleaving (applied before the options).
+               "zero_shard", "cp", "ep")
+#: Rules that judge the split, micro-batch, interleaving and expert parallelism (applied
+#: before the options).
 _OUTER = ("batch", "tp_heads", "tp_kv_heads", "tp_in_node", "tp_whole_nodes", "pp_layers",
-          "interleave_layers", "interleave_micro_batches")
+          "interleave_layers", "interleave_micro_batches", "cp_offered", "cp_flash",
+          "cp_sequence", "ep_needs_moe", "ep_experts", "ep_fold", "ep_offered", "fp8_gpu",
+          "dualpipe_shape")
+#: Sequences from this length on are long: the search tries context parallelism by default
+#: (Llama 3's long-context stage ran 131,072 tokens with CP 16; Meta 2024, Sec. 3.3.2).
+LONG_SEQUENCE = 32768
+#: The largest context-parallel size the search tries by default.
+MAX_CP = 32
 _INNER = tuple(r.name for r in layout.RULES if r.name not in _OUTER)
 
 
@@ -112,6 +122,7 @@ class SearchResult:
                 "tp": int(a["tp"][i]), "pp": int(a["pp"][i]), "dp": int(a["dp"][i]),
                 "micro_batch": int(a["micro_batch"][i]), "interleave": int(a["interleave"][i]),
                 "zero_stage": int(a["zero_stage"][i]), "zero_shard": int(a["zero_shard"][i]),
+                "cp": int(a["cp"][i]), "ep": int(a["ep"][i]),
                 "sp": bool(a["sp"][i]),
                 "recompute": str(a["recompute"][i]),
                 "memory_gib": float(a["memory_bytes"][i] / GIB),
@@ -153,39 +164,46 @@ class SearchResult:
                 "dp_over_1": float(np.mean(a["dp"][idx] > 1))}
 
 
-def _splits(n: int) -> np.ndarray:
-    """Every ``(tp, pp, dp)`` with ``tp × pp × dp = n``, tp then pp ascending."""
-    rows = [(t, p, n // (t * p)) for t in divisors(n) for p in divisors(n // t)]
-    return np.array(rows, dtype=np.int64).reshape(-1, 3)
+def _splits(n: int, cp_sizes: Iterable[int] = (1,)) -> np.ndarray:
+    """Every ``(tp, cp, pp, dp)`` with ``tp × cp × pp × dp = n`` and ``cp`` among
+    ``cp_sizes``, tp then cp then pp ascending."""
+    rows = [(t, c, p, n // (t * c * p)) for t in divisors(n) for c in sorted(set(cp_sizes))
+            if (n // t) % c == 0 for p in divisors(n // (t * c))]
+    return np.array(rows, dtype=np.int64).reshape(-1, 4)
 
 
 def candidates(model: ModelSpec, n: int, global_batch: int, facts: layout.Facts, *,
                max_micro_batch: int, max_interleave: int, zero_stages: Iterable[int],
                recompute: Iterable[str], sp_options: Iterable[bool],
-               zero_shards: Iterable[int] = ()
+               zero_shards: Iterable[int] = (), cp_sizes: Iterable[int] = (1,),
+               ep_sizes: Iterable[int] = (1,)
                ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Every valid plan of ``n`` GPUs and batch ``global_batch`` as arrays, and how many of
-    the ``(tp, pp, dp)`` splits each rule removed (its first failing rule; for the message
-    when none is valid).
+    the ``(tp, cp, pp, dp)`` splits with each expert-parallel size each rule removed (its
+    first failing rule; for the message when none is valid).
 
-    Plans are ordered by tp, pp, micro-batch, interleaving, then the options in the order
-    given (ZeRO stage, sequence parallelism, recomputation), each sharded plan once over all
-    of ``dp`` and once per size of ``zero_shards`` (hybrid sharding) that divides ``dp`` and
-    is smaller.
+    Plans are ordered by tp, cp, pp, expert parallelism, micro-batch, interleaving, then the
+    options in the order given (ZeRO stage, sequence parallelism, recomputation), each
+    sharded plan once over all of ``dp`` and once per size of ``zero_shards`` (hybrid
+    sharding) that divides ``dp`` and is smaller.
     """
-    splits = _splits(n)
-    t, p, d = splits.T
+    splits = _splits(n, cp_sizes)
+    eps = np.array(sorted(set(ep_sizes)), dtype=np.int64)
+    t, c, p, d = splits.T
     # a micro-batch size divides B/dp, hence B; chunks per GPU are at most the layers
     mb = np.array([x for x in divisors(global_batch) if x <= max_micro_batch], dtype=np.int64)
     vs = np.arange(1, min(max_interleave, model.n_layers) + 1)
-    # outer grid: split x micro-batch x interleave, in that nesting order
-    idx = np.arange(len(splits)).repeat(len(mb) * len(vs))
-    grid = {"tp": t[idx], "pp": p[idx], "dp": d[idx],
-            "micro_batch": np.tile(mb.repeat(len(vs)), len(splits)),
-            "interleave": np.tile(vs, len(splits) * len(mb)),
+    # outer grid: split x expert parallelism x micro-batch x interleave, in that nesting order
+    per = len(eps) * len(mb) * len(vs)
+    idx = np.arange(len(splits)).repeat(per)
+    grid = {"tp": t[idx], "cp": c[idx], "pp": p[idx], "dp": d[idx],
+            "ep": np.tile(eps.repeat(len(mb) * len(vs)), len(splits)),
+            "micro_batch": np.tile(mb.repeat(len(vs)), len(splits) * len(eps)),
+            "interleave": np.tile(vs, len(splits) * len(eps) * len(mb)),
             "global_batch": np.full(idx.size, global_batch)}
     first = layout.failures(grid, facts, only=_OUTER)
-    plain = first[(grid["micro_batch"] == 1) & (grid["interleave"] == 1)]  # one per split
+    # one per split and expert-parallel size
+    plain = first[(grid["micro_batch"] == mb[0]) & (grid["interleave"] == 1)]
     why = {layout.RULES[i].name: int(np.sum(plain == i)) for i in np.unique(plain[plain >= 0])}
     keep = first < 0
     outer = {k: v[keep] for k, v in grid.items() if k != "global_batch"}
@@ -212,6 +230,26 @@ def candidates(model: ModelSpec, n: int, global_batch: int, facts: layout.Facts,
     return {k: v[ok] for k, v in full.items()}, why
 
 
+def default_cp_sizes(model: ModelSpec, seq_len: int, framework: Framework,
+                     flash_attention: bool = True) -> tuple[int, ...]:
+    """The context-parallel sizes a search tries unless told: 1, and from
+    :data:`LONG_SEQUENCE` tokens on every size up to :data:`MAX_CP` that load-balanced ring
+    attention allows (:func:`scaleout.context_parallel.cp_sizes`), where the framework has
+    context parallelism and attention runs block by block (``flash_attention``)."""
+    if seq_len < LONG_SEQUENCE or not framework.cp_variant or not flash_attention:
+        return (1,)
+    return tuple(context_parallel.cp_sizes(seq_len, MAX_CP))
+
+
+def default_ep_sizes(model: ModelSpec, framework: Framework) -> tuple[int, ...]:
+    """The expert-parallel sizes a search tries unless told: every size that splits a mixture
+    of experts' experts evenly (:func:`scaleout.moe.ep_sizes`) where the framework has expert
+    parallelism; 1 for a dense model."""
+    if not model.is_moe or not framework.expert_parallel:
+        return (1,)
+    return tuple(moe.ep_sizes(model))
+
+
 def search(
     model: str | ModelSpec,
     gpu: str | GPU,
@@ -236,6 +274,8 @@ def search(
     switches: Mapping[str, bool] | None = None,
     reserve_gib: float | None = None,
     zero_shards: Iterable[int] = (),
+    cp_sizes: Iterable[int] | None = None,
+    ep_sizes: Iterable[int] | None = None,
 ) -> SearchResult:
     """Evaluate every valid plan of ``n_gpus`` GPUs at once and rank the ones that fit.
 
@@ -268,6 +308,14 @@ def search(
         Shard-group sizes to try besides sharding over all of ``dp`` (hybrid sharding, for a
         framework that has it): e.g. ``(8,)`` shards model state within each group of eight
         data-parallel ranks (a node's, with ``tp = 1``) and replicates across the groups.
+    cp_sizes
+        Context-parallel sizes to try (default :func:`default_cp_sizes`: 1, and with flash
+        attention, for sequences of :data:`LONG_SEQUENCE` tokens or more, every size up to
+        :data:`MAX_CP` that ring attention allows). Context parallelism needs
+        ``flash_attention=True``.
+    ep_sizes
+        Expert-parallel sizes to try (default :func:`default_ep_sizes`: every divisor of a
+        mixture of experts' expert count; 1 for a dense model).
 
     Raises
     ------
@@ -311,11 +359,17 @@ def search(
                          f"{', '.join(map(str, ctx.framework.zero_stages))} only")
     facts = layout.Facts.of(m, network.gpus_per_node, uneven_layers=uneven_layers,
                             allow_tp_across_nodes=allow_tp_across_nodes, relaxable=True,
-                            framework=ctx.framework)
+                            framework=ctx.framework, seq_len=ctx.seq_len,
+                            flash_attention=flash_attention, recipe=ctx.recipe, gpu=g)
+    cps = _sizes("cp_sizes", cp_sizes, default_cp_sizes(m, ctx.seq_len, ctx.framework,
+                                                        bool(flash_attention)), facts,
+                 ("cp_offered", "cp_flash", "cp_sequence"))
+    eps = _sizes("ep_sizes", ep_sizes, default_ep_sizes(m, ctx.framework), facts,
+                 ("ep_offered", "ep_needs_moe", "ep_experts"))
     arrays, why = candidates(
         m, n, B, facts, max_micro_batch=check_int("max_micro_batch", max_micro_batch),
         max_interleave=check_int("max_interleave", max_interleave), zero_stages=zs,
-        recompute=rcs, sp_options=sps, zero_shards=shards)
+        recompute=rcs, sp_options=sps, zero_shards=shards, cp_sizes=cps, ep_sizes=eps)
     if not arrays:
         raise NoPlanError(_no_layout_message(m, n, B, facts, why))
     arrays["flash"] = np.full(arrays["tp"].shape, bool(flash_attention))
@@ -345,6 +399,23 @@ def search(
     return result
 
 
+def _sizes(name: str, given: Iterable[int] | None, default: tuple[int, ...],
+           facts: layout.Facts, rules: tuple[str, ...]) -> tuple[int, ...]:
+    """The sizes to try of ``cp`` or ``ep``: ``given`` (each checked by the layout rules
+    ``rules``, whose sentence a bad one raises) or ``default``."""
+    if given is None:
+        return default
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise ValueError(f"{name} must be a list of sizes, e.g. (1, 2, 4), got {given!r}")
+    field = name.removesuffix("_sizes")
+    out = sorted({check_int(name, v) for v in given})
+    if not out:
+        raise ValueError(f"{name} must offer at least one size")
+    for v in out:
+        layout.check(Plan(dp=v, global_batch=v, **{field: v}), facts, only=rules)
+    return tuple(out)
+
+
 #: What each rule demands of a split, for the message when no layout is valid.
 _DEMANDS = {
     "batch": "the data-parallel size n/(tp·pp) must divide global_batch={B}",
@@ -354,6 +425,9 @@ _DEMANDS = {
     "tp_in_node": "tensor-parallel sizes must fit in the {f.gpus_per_node} GPUs of a node",
     "tp_whole_nodes": "tensor-parallel sizes must divide the {f.gpus_per_node} GPUs per node",
     "pp_layers": "pipeline sizes must divide the {f.n_layers} layers",
+    "ep_fold": "expert-parallel sizes must divide a stage's tp × cp × dp GPUs",
+    "cp_sequence": "context-parallel sizes must split the sequence into 2 × cp chunks",
+    "dualpipe_shape": "DualPipe needs an even number of stages and of micro-batches",
 }
 
 
@@ -364,6 +438,8 @@ def _no_layout_message(m: ModelSpec, n: int, B: int, facts: layout.Facts,
     reasons = [f"{_DEMANDS.get(rule, rule).format(B=B, f=facts)} ({count} of {total})"
                for rule, count in sorted(why.items(), key=lambda kv: -kv[1])]
     return (f"no layout of n_gpus={n:,} is valid for {m.name} with global_batch={B}: of the "
-            f"{total} ways to split {n:,} GPUs into TP × PP × DP, "
+            f"{total} ways to split {n:,} GPUs into TP × PP × DP"
+            + (" (with CP and EP)" if m.is_moe or (facts.seq_len or 0) >= LONG_SEQUENCE
+               else "") + ", "
             + "; ".join(reasons) + ". Try a GPU count with more small factors (a multiple of "
             f"{facts.gpus_per_node}) or a global batch divisible by it.")

@@ -9,8 +9,9 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
 
 * **Compute**: FLOPs of :func:`scaleout.compute.forward_flops` (PaLM App. B) divided by
   ``tp``, at ``η(x) × peak`` with ``x = min(h/tp, b s)`` (Narayanan et al. 2021 Sec. 3.3:
-  thin shards run slower); memory-bound work as ``κ`` times the stored activation bytes at
-  HBM bandwidth; recomputation (Korthikanti et al. 2022 Sec. 5).
+  thin shards run slower); memory-bound work as ``κ`` times the stored activation bytes (at
+  16 bits, whatever the recipe) at HBM bandwidth; recomputation (Korthikanti et al. 2022
+  Sec. 5).
 * **Tensor-parallel communication**: four all-reduces of ``2bsh`` bytes per layer per
   micro-batch (six with full recomputation; Narayanan et al. 2021 Sec. 3.3, Korthikanti
   Sec. 4.2.2); exposed, or only beyond the GEMMs they are pipelined with
@@ -36,6 +37,31 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   groups. Each call costs what NCCL's model predicts (:mod:`scaleout.nccl`), its latency
   included: a flat ring over many GPUs pays it at every step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
+* **Mixtures of experts** (:mod:`scaleout.moe`): FLOPs from the *active* parameters
+  (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
+  dispatch and combine all-to-alls of every MoE layer and micro-batch
+  (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
+  ``b s/(cp tp)`` tokens a GPU routes), exposed, or only beyond the layer's computation where
+  the framework overlaps them (:attr:`Framework.a2a_overlap`); the experts' model state
+  sharded by ZeRO over their ``edp = tp cp dp / ep`` copies, the rest over ``dp cp``
+  (:func:`scaleout.moe.model_state_per_gpu`); their gradients reduced over ``edp``. Dense
+  and MoE layers are counted where they sit: a stage's MoE layers are those among its own
+  layers (the first stage's, the last's; for the stages between, the most any run of that
+  many layers holds).
+* **Context parallelism** (:mod:`scaleout.context_parallel`): every GPU computes and stores
+  ``b s/cp`` tokens (attention's FLOPs and the activations divided by ``cp``); ring
+  attention's key/value exchange shows where it outlasts the attention block it hides behind
+  (:func:`scaleout.context_parallel.ring_attention_time`, ``exposed_s``); the non-expert
+  gradients are reduced, and sharded, over ``dp × cp`` (Megatron-Core reduces over DP × CP).
+* **Precision** (:data:`scaleout.memory.RECIPES`): the FP8 share of the layers' FLOPs
+  (:func:`scaleout.compute.flops_by_format`) at the FP8 peak
+  (:func:`scaleout.compute.matmul_peak_flops`), the rest at the BF16 peak; the recipe's bytes
+  for weights, gradients, optimizer state, stored Linear inputs, communicated activations,
+  the all-to-all and the gradient reduction and weight gather.
+* **DualPipe** (:attr:`Framework.pipeline_schedule`, DeepSeek-V3 Sec. 3.2.1): each GPU holds
+  stages ``i`` and ``pp - 1 - i`` (two stages' parameters, ``pp + 1`` micro-batches of
+  activations) and runs half the micro-batches through each, so its pace is their mean; the
+  bubble of :func:`scaleout.pipeline.dualpipe_bubble_s`.
 """
 
 from __future__ import annotations
@@ -44,7 +70,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import catalog, compute, memory, pipeline
+from .. import catalog, compute, context_parallel, layout, memory, moe, pipeline
 from ..catalog import GPU, ModelSpec
 from ..checks import check_int, check_positive
 from ..collectives import NodeNetwork
@@ -67,9 +93,14 @@ __all__ = [
     "STEP_PARTS",
     "TIGHT_SHARE",
     "Context",
+    "Experts",
+    "busiest_gpu",
     "compute_parts",
     "context",
+    "context_parallel_parts",
     "data_parallel_parts",
+    "expert_parallel_parts",
+    "experts_of",
     "iteration",
     "memory_parts",
     "optimizer_parts",
@@ -78,15 +109,16 @@ __all__ = [
     "tensor_parallel_parts",
 ]
 
-#: Bytes per activation value sent between GPUs: 16-bit, as Korthikanti et al.'s Table 2 assumes.
+#: Bytes per activation value sent between GPUs under a 16-bit recipe, as Korthikanti et al.'s
+#: Table 2 assumes (the planner uses the recipe's ``activation_comm_bytes``).
 ACTIVATION_BYTES = 2
 #: HBM traffic of one Adam step, bytes per parameter: read fp32 master, momentum, variance and
 #: the 16-bit gradient (4 + 4 + 4 + 2), write the three states and the 16-bit weight (12 + 2).
 #: The 16 bytes per parameter of ZeRO Sec. 3.1, each moved once or twice.
 ADAM_TRAFFIC_BYTES_PER_PARAM = 28
 #: The parts of an iteration's time, in seconds (array keys add ``_s``).
-STEP_PARTS = ("forward", "backward", "recompute", "tp_comm", "bubble", "p2p", "dp_comm",
-              "optimizer")
+STEP_PARTS = ("forward", "backward", "recompute", "tp_comm", "cp_comm", "ep_comm", "bubble",
+              "p2p", "dp_comm", "optimizer")
 #: The parts of a GPU's memory, in bytes (array keys add ``_bytes``).
 MEMORY_PARTS = ("weights", "grads", "optimizer", "activations", "reserve")
 #: A plan above this share of HBM is flagged as tight: fragmentation and peaks the model does
@@ -104,8 +136,56 @@ RESERVE = {"context_gib": 0.75, "nccl_gib": 1.0, "allocator_share": 0.05, "logit
 
 
 @dataclass(frozen=True)
+class Experts:
+    """A mixture of experts' layers as the planner counts them (see :func:`experts_of`).
+
+    ``moe_first[k]``, ``moe_last[k]``: MoE layers among the first and the last ``k`` layers;
+    ``moe_window[k]``: the most MoE layers any ``k`` consecutive layers hold (a middle stage's
+    count, an upper bound); ``nonexpert``: :func:`scaleout.memory.param_breakdown` without the
+    routed experts; ``routed_per_layer``: the routed experts' parameters of one MoE layer;
+    ``dense_extra``: what a dense layer's MLP holds beyond an MoE layer's non-routed parts
+    (shared experts and router), per layer.
+    """
+
+    moe_first: np.ndarray
+    moe_last: np.ndarray
+    moe_window: np.ndarray
+    nonexpert: dict[str, int]
+    routed_per_layer: float
+    dense_extra: float
+    moe_share: float
+
+
+def experts_of(m: ModelSpec) -> Experts | None:
+    """The layer counts and parameters of :class:`Experts` for ``m`` (None: a dense model)."""
+    if not m.is_moe:
+        return None
+    is_moe = np.array([m.layer_is_moe(i) for i in range(m.n_layers)], dtype=np.int64)
+    first = np.concatenate([[0], np.cumsum(is_moe)])
+    last = np.concatenate([[0], np.cumsum(is_moe[::-1])])
+    window = np.array([max(first[i + k] - first[i] for i in range(m.n_layers - k + 1))
+                       for k in range(1, m.n_layers + 1)])
+    p = memory.layer_params(m)
+    parts = memory.param_breakdown(m)
+    routed = m.experts * p["expert"]
+    nonexpert = dict(parts, layers=parts["layers"] - m.moe_layers * routed)
+    nonexpert["total"] = parts["total"] - m.moe_layers * routed
+    extra = p["dense_mlp"] - m.shared_experts * p["expert"] - p["router"]
+    return Experts(first.astype(float), last.astype(float),
+                   np.concatenate([[0], window]).astype(float), nonexpert, float(routed),
+                   float(extra), m.moe_layers / m.n_layers)
+
+
+@dataclass(frozen=True)
 class Context:
-    """Everything a plan's time and memory depend on besides the plan itself."""
+    """Everything a plan's time and memory depend on besides the plan itself.
+
+    ``layer_params`` is the parameters one token multiplies per layer (the active ones,
+    averaged over the layers); ``attention_per_token`` attention's forward FLOPs per token
+    and layer (:func:`scaleout.compute.attention_flops_per_token`: MLA's widths, sliding
+    windows); ``fp8_share`` the share of the layers' weight FLOPs run in FP8
+    (:func:`scaleout.compute.flops_by_format`) at ``fp8_flops`` peak.
+    """
 
     model: ModelSpec
     gpu: GPU
@@ -119,6 +199,11 @@ class Context:
     parts: dict[str, int]
     tensors: tuple[int, ...]
     reserve_bytes: float = (RESERVE["context_gib"] + RESERVE["nccl_gib"]) * GIB
+    experts: Experts | None = None
+    layer_params: float = 0.0
+    attention_per_token: float = 0.0
+    fp8_share: float = 0.0
+    fp8_flops: float = 0.0
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
@@ -128,11 +213,6 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
     DEFAULT_FRAMEWORK` with all its switches, :data:`RESERVE`'s CUDA context and NCCL
     buffers as the fixed reserve)."""
     m = catalog.model(model)
-    if m.is_moe:
-        raise ValueError(f"model={m.name!r} is a mixture-of-experts model ({m.experts} experts, "
-                         f"top-{m.top_k}): the planner models dense layers only and would "
-                         "count every expert's FLOPs; scaleout.moe.step_estimate estimates "
-                         "its step (notebook 13)")
     g = catalog.gpu(gpu)
     net = network if network is not None else default_network(g)
     if not isinstance(net, NodeNetwork):
@@ -147,11 +227,21 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
                              f"{g.hbm_gib:g} GiB of {g.name}; allowed: 0 <= reserve_gib < "
                              f"{g.hbm_gib:g}")
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    rec = memory.get_recipe(recipe)
+    layout.check(layout.Plan(), layout.Facts.of(m, recipe=rec, gpu=g), only=("fp8_gpu",))
     links = derated_links(net, cal.collective_efficiency)
-    return Context(m, g, net, cal, memory.get_recipe(recipe), s,
-                   check_int("global_batch", global_batch), fw,
+    parts = memory.param_breakdown(m)
+    active = memory.layers_params(m, active=True)
+    fp8_share = fp8_flops = 0.0
+    if rec.fp8:
+        fp8_share = compute.flops_by_format(m, s, rec)["fp8"] / (6.0 * active)
+        fp8_flops = compute.matmul_peak_flops(g, rec)
+    return Context(m, g, net, cal, rec, s, check_int("global_batch", global_batch), fw,
                    collective_model(net, links, g, fw.collectives == "nccl"),
-                   memory.param_breakdown(m), memory.layer_tensors(m), fixed)
+                   parts, memory.layer_tensors(m), fixed, experts_of(m),
+                   parts["layers"] / m.n_layers if not m.is_moe else active / m.n_layers,
+                   float(compute.attention_flops_per_token(m, s)) / m.n_layers,
+                   fp8_share, fp8_flops)
 
 
 @dataclass(frozen=True)
@@ -170,6 +260,9 @@ class _Shape:
     flash: np.ndarray
     micro_batches: np.ndarray
     tokens: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    edp: np.ndarray
 
 
 def _shape(ctx: Context, a: dict[str, np.ndarray]) -> _Shape:
@@ -177,33 +270,60 @@ def _shape(ctx: Context, a: dict[str, np.ndarray]) -> _Shape:
         "tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "rc"))
     shard = np.asarray(a.get("zero_shard", dp))
     shard = np.where(shard == 0, dp, shard)
+    cp = np.broadcast_to(np.asarray(a.get("cp", 1), dtype=np.int64), tp.shape)
+    ep = np.broadcast_to(np.asarray(a.get("ep", 1), dtype=np.int64), tp.shape)
     return _Shape(tp, pp, dp, b, v, zero_stage, shard, np.asarray(a["sp"], dtype=bool), rc,
                   np.asarray(a["flash"], dtype=bool), ctx.global_batch // (dp * b),
-                  b * float(ctx.seq_len))
+                  b * float(ctx.seq_len) / cp, cp, ep, tp * cp * dp // ep)
 
 
-def _activations_per_layer(ctx: Context, x: _Shape, rc) -> np.ndarray:
-    m, s = ctx.model, float(ctx.seq_len)
+def _activations_per_layer(ctx: Context, x: _Shape, rc, gemm_input_bytes: float | None = None
+                           ) -> np.ndarray:
+    """Korthikanti et al.'s bytes per layer for the ``s/cp`` tokens of a sequence a GPU holds
+    (the model's head widths, MLP and routed copies; Linear inputs stored at the recipe's
+    bytes, or at ``gemm_input_bytes``)."""
+    m = ctx.model
+    stored = ctx.recipe.gemm_input_bytes if gemm_input_bytes is None else gemm_input_bytes
     return memory.activation_per_layer_arrays(
-        s, x.b, m.hidden, m.n_heads, x.tp, x.sp, rc, x.flash, m.kv_heads / m.n_heads,
-        m.ffn / m.hidden, m.gated_mlp)
+        float(ctx.seq_len) / x.cp, x.b, m.hidden, m.n_heads, x.tp, x.sp, rc,
+        x.flash | (x.cp > 1), gemm_input_bytes=stored, **memory.activation_shape(m))
 
 
 # =========================================================================== compute
+def _matmul_rate(ctx: Context, x: _Shape) -> np.ndarray:
+    """FLOP/s of the sharded matrix multiplies at BF16: ``η(min(h/tp, b s/cp)) × peak``, on
+    the SMs the framework leaves to computation (:attr:`Framework.comm_sm_share`)."""
+    rate = (ctx.calibration.matmul_efficiency(np.minimum(ctx.model.hidden / x.tp, x.tokens))
+            * ctx.gpu.bf16_dense_flops)
+    if ctx.framework.comm_sm_share:
+        rate = rate * (1 - ctx.framework.comm_sm_share)
+    return rate
+
+
 def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     """Seconds of one layer's forward pass (and the part of it in GEMMs), its recomputation,
-    and the output layer's forward + backward, for one micro-batch on one GPU."""
+    and the output layer's forward + backward, for one micro-batch on one GPU.
+
+    A layer's weights are the ones a token multiplies (:attr:`Context.layer_params`: a
+    mixture of experts' active parameters), their FP8 share at the FP8 rate; attention's two
+    sequence-long products (:attr:`Context.attention_per_token`) and the output layer at the
+    BF16 rate; ``b s/cp`` tokens per GPU."""
     m, g, cal, s = ctx.model, ctx.gpu, ctx.calibration, float(ctx.seq_len)
     h, a = m.hidden, m.n_heads
-    rate = cal.matmul_efficiency(np.minimum(h / x.tp, x.tokens)) * g.bf16_dense_flops
-    layer_params = ctx.parts["layers"] / m.n_layers
-    dense = compute.forward_flops(x.tokens, layer_params, 0, h, s)  # one layer's matrices
-    attention = compute.forward_flops(x.tokens, 0, 1, h, s)  # Q K^T and A V: 4 b s^2 h
+    rate = _matmul_rate(ctx, x)
+    dense = compute.forward_flops(x.tokens, ctx.layer_params, 0, h, s)  # one layer's matrices
+    attention = x.tokens * ctx.attention_per_token  # Q K^T and A V: 4 b s^2 h (standard)
     head = compute.forward_flops(x.tokens, ctx.parts["embedding"], 0, h, s)  # output layer
-    stored = _activations_per_layer(ctx, x, 0)
+    # the memory-bound work (norms, activation functions, residuals) reads and writes 16-bit
+    # values whatever the recipe: an FP8 recipe's smaller stored copies do not shrink it
+    stored = _activations_per_layer(ctx, x, 0, ACTIVATION_BYTES)
     hbm = g.hbm_gbytes_s * 1e9
     mem_s = cal.nonmatmul_traffic * stored / hbm  # forward + backward, one layer
-    gemm = dense / x.tp / rate
+    if ctx.fp8_share:
+        fp8_rate = rate * (ctx.fp8_flops / g.bf16_dense_flops)
+        gemm = dense / x.tp * (ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate)
+    else:
+        gemm = dense / x.tp / rate
     fwd_layer = gemm + attention / x.tp / rate + mem_s / 3
     scores = np.where(x.flash, 0.0, 5 * a * s * s * x.b / x.tp)  # Korthikanti's 5as^2b bytes
     selective = np.where(x.flash, 0.0, attention / x.tp / rate + cal.nonmatmul_traffic * scores
@@ -217,8 +337,9 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
 def tensor_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
                           ) -> dict[str, np.ndarray]:
     """Seconds of one layer's tensor-parallel all-reduces for one micro-batch: four of
-    ``2bsh`` bytes (six with full recomputation), and the part of them left exposed."""
-    tp_bytes = ACTIVATION_BYTES * x.tokens * ctx.model.hidden * np.ones_like(x.tp, dtype=float)
+    ``2bsh/cp`` bytes (six with full recomputation), and the part of them left exposed."""
+    tp_bytes = (ctx.recipe.activation_comm_bytes * x.tokens * ctx.model.hidden
+                * np.ones_like(x.tp, dtype=float))
     per_node_tp = np.minimum(x.tp, ctx.network.gpus_per_node)
     one = ctx.collectives.seconds("all_reduce", tp_bytes, x.tp, per_node_tp)
     total = (4 + 2 * (x.rc == 2)) * one
@@ -228,6 +349,79 @@ def tensor_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     else:
         exposed = total
     return {"layer_tp_comm_s": exposed}
+
+
+def _by_group(keys: np.ndarray, fn) -> np.ndarray:
+    """``fn(mask, first index)`` for each distinct row of ``keys`` (a few groups, not one call
+    per plan), assembled into one array."""
+    out = np.zeros(keys.shape[0])
+    if not keys.size:
+        return out
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for j in range(len(uniq)):
+        mask = inverse == j
+        out[mask] = fn(mask, int(np.flatnonzero(mask)[0]))
+    return out
+
+
+def context_parallel_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
+    """Seconds of one layer's ring-attention transfers left exposed, one micro-batch, forward
+    and backward (:func:`scaleout.context_parallel.ring_attention_time`'s ``exposed_s``, at the
+    rate the attention kernel reaches, over NVLink when ``tp × cp`` fits in a node); full
+    recomputation runs the forward ring once more."""
+    shape = np.shape(x.tp)
+    out = np.zeros(shape)
+    on = np.broadcast_to(x.cp > 1, shape)
+    if not on.any():
+        return {"layer_cp_comm_s": out}
+    links, gpn = ctx.collectives.links, ctx.network.gpus_per_node
+    rate = np.broadcast_to(_matmul_rate(ctx, x), shape)
+    idx = np.flatnonzero(on)
+    cols = [np.broadcast_to(v, shape).ravel()[idx] for v in (x.cp, x.tp, x.b)]
+
+    def ring(mask: np.ndarray, i: int) -> float:
+        cp, tp, b = (int(c[i]) for c in cols)
+        link = links.intra if tp * cp <= gpn else links.inter
+        return context_parallel.ring_attention_time(
+            ctx.model, ctx.seq_len, cp, link, micro_batch=b, tp=tp,
+            attention_flops_per_s=float(rate.ravel()[idx[i]]),
+            bytes_per_value=ctx.recipe.activation_comm_bytes)["exposed_s"]
+
+    exposed = _by_group(np.stack(cols, axis=1), ring)
+    rc = np.broadcast_to(x.rc, shape).ravel()[idx]
+    out.ravel()[idx] = exposed * (1 + (rc == 2) / 3)  # the forward is a third of it
+    return {"layer_cp_comm_s": out}
+
+
+def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
+                          ) -> dict[str, np.ndarray]:
+    """Seconds of one MoE layer's dispatch and combine all-to-alls for one micro-batch, left
+    exposed: :func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of an expert group for
+    the ``b s/(cp tp)`` tokens each routes (sequence parallelism splits them over ``tp``),
+    forward and backward (a forward pair more under full recomputation); where the framework
+    overlaps them, only what outlasts the layer's computation (forward and backward) shows."""
+    shape = np.shape(x.tp)
+    out = np.zeros(shape)
+    on = np.broadcast_to(x.ep > 1, shape)
+    if ctx.experts is None or not on.any():
+        return {"layer_ep_comm_s": out}
+    links, gpn = ctx.collectives.links, ctx.network.gpus_per_node
+    idx = np.flatnonzero(on)
+    ep = np.broadcast_to(x.ep, shape).ravel()[idx]
+    tokens = np.broadcast_to(x.tokens / x.tp, shape).ravel()[idx]
+    full = np.broadcast_to(x.rc == 2, shape).ravel()[idx]
+    total = np.zeros(idx.size)
+    for e in np.unique(ep):
+        mask = ep == e
+        t = moe.layer_comm_time(ctx.model, tokens[mask], int(e), gpn, links.intra, links.inter,
+                                ctx.recipe)
+        total[mask] = np.asarray(t["total_s"]) + np.where(full[mask], t["forward_s"], 0.0)
+    if ctx.framework.a2a_overlap:
+        hide = 3 * np.broadcast_to(c["layer_forward_s"], shape).ravel()[idx]
+        total = np.maximum(total - hide, 0.0)
+    out.ravel()[idx] = total
+    return {"layer_ep_comm_s": out}
 
 
 # =========================================================================== stages
@@ -267,88 +461,234 @@ def stage_split(ctx: Context, x: _Shape, per_layer: np.ndarray, head_s: np.ndarr
             "last_is_busiest": last * per_layer + head_s >= k * per_layer}
 
 
+def busiest_gpu(ctx: Context, x: _Shape, st: dict[str, np.ndarray], per_layer: np.ndarray,
+                ep_layer: np.ndarray, head_s: np.ndarray) -> dict[str, np.ndarray]:
+    """What the GPU that sets the pace runs per micro-batch: its layers, MoE layers and share
+    of the output layer (``layers``, ``moe_layers``, ``head``) and its seconds (``busiest_s``).
+
+    Under 1F1B the busiest stage: the last (its layers, its MoE layers, the output layer), or
+    a stage before it (``k`` layers; MoE layers as the first stage holds them, or, with three
+    stages or more, the most any ``k`` consecutive layers hold). Under DualPipe GPU ``i``
+    holds stages ``i`` and ``pp - 1 - i`` and runs half the micro-batches through each: the
+    first GPU's pace is the mean of the first and last stages', a middle GPU's a middle
+    stage's (DeepSeek-V3 Sec. 3.2.1)."""
+    ex, dual = ctx.experts, ctx.framework.pipeline_schedule == "dualpipe"
+    k, last = st["first_layers"], st["last_layers"]
+    if ex is None and not dual:
+        busy = st["last_is_busiest"]
+        zero = np.zeros(np.shape(busy))
+        return {"layers": np.where(busy, last, k), "moe_layers": zero,
+                "head": np.where(busy, 1.0, 0.0), "busiest_s": st["busiest_s"]}
+    l = ctx.model.n_layers
+    if ex is None:
+        n0 = nm = nl = np.zeros(np.shape(k))
+        total = 0.0
+    else:
+        n0 = ex.moe_first[k.astype(int)]
+        nm = ex.moe_window[k.astype(int)]
+        nl = ex.moe_last[last.astype(int)]
+        total = float(ex.moe_first[-1])
+    t0 = k * per_layer + n0 * ep_layer
+    tm = k * per_layer + nm * ep_layer
+    tl = last * per_layer + nl * ep_layer + head_s
+    if dual:  # GPU 0 runs stages 0 and pp - 1; the others two middle stages
+        pair = (t0 + tl) / 2
+        mid = x.pp >= 4
+        pick_mid = mid & (tm > pair)
+        layers = np.where(pick_mid, k, (k + last) / 2)
+        moe_n = np.where(pick_mid, nm, (n0 + nl) / 2)
+        head = np.where(pick_mid, 0.0, 0.5)
+    else:
+        before = np.where(x.pp >= 3, tm, t0)
+        n_before = np.where(x.pp >= 3, nm, n0)
+        pick_last = tl >= before
+        layers = np.where(pick_last, last, k)
+        moe_n = np.where(pick_last, nl, n_before)
+        head = np.where(pick_last, 1.0, 0.0)
+    one = x.pp == 1
+    layers = np.where(one, float(l), layers)
+    moe_n = np.where(one, total, moe_n)
+    head = np.where(one, 1.0, head)
+    return {"layers": layers, "moe_layers": moe_n, "head": head,
+            "busiest_s": layers * per_layer + moe_n * ep_layer + head * head_s}
+
+
 # =========================================================================== memory
+def _stage_params(ctx: Context, x: _Shape, st: dict[str, np.ndarray], which: str
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parameters per GPU of one pipeline stage (``"first"``, ``"last"`` or a ``"middle"``
+    one): those outside the routed experts (split over ``tp``), the routed experts' (its MoE
+    layers × ``E/ep`` experts), and its layer count."""
+    m, ex = ctx.model, ctx.experts
+    k, last = st["first_layers"], st["last_layers"]
+    parts = ctx.parts if ex is None else ex.nonexpert
+    if which == "middle":
+        dense = parts["layers"] / m.n_layers * k / x.tp
+        layers = k
+    else:
+        dense = memory.stage_params_arrays(parts, m.n_layers, m.tied_embeddings, x.tp, x.pp, k,
+                                           last, which=which)
+        layers = k if which == "first" else last
+    if ex is None:
+        return dense, np.zeros(np.shape(dense)), layers
+    table = {"first": ex.moe_first, "last": ex.moe_last, "middle": ex.moe_window}[which]
+    n = table[(last if which == "last" else k).astype(int)]
+    # the stage's dense layers hold a dense MLP where an MoE layer holds shared experts
+    dense = dense + ((layers - n) - layers * (1 - ex.moe_share)) * ex.dense_extra / x.tp
+    return dense, n * ex.routed_per_layer / x.ep, layers
+
+
+def _model_state(ctx: Context, x: _Shape, dense: np.ndarray, experts: np.ndarray):
+    """(weights, grads, optimizer) bytes: ZeRO over the ``dp × cp`` copies (the shard group)
+    for the non-expert parameters, over the ``edp`` copies for the experts'."""
+    w, g, o = memory.model_state_arrays(dense, x.zero_stage, x.shard * x.cp, ctx.recipe)
+    if ctx.experts is not None:
+        we, ge, oe = memory.model_state_arrays(experts, x.zero_stage, x.edp, ctx.recipe)
+        w, g, o = w + we, g + ge, o + oe
+    return w, g, o
+
+
 def memory_parts(ctx: Context, x: _Shape, st: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Bytes per GPU of the first and last stage (the larger counts): ZeRO model state of its
-    parameters, activations of the micro-batches it holds, and :data:`RESERVE`."""
-    m, fw = ctx.model, ctx.framework
+    """Bytes per GPU of the fullest GPU: ZeRO model state of its parameters, activations of the
+    micro-batches it holds, and :data:`RESERVE`.
+
+    Under 1F1B the first and the last stage (with a mixture of experts and three stages or
+    more, also a middle one, which may hold more experts than the first); under DualPipe the
+    first GPU (stages 0 and ``pp - 1``) and a middle one (two middle stages), each holding
+    ``pp + 1`` micro-batches."""
+    m, fw, ex = ctx.model, ctx.framework, ctx.experts
+    dual = fw.pipeline_schedule == "dualpipe"
     act = _activations_per_layer(ctx, x, x.rc)
-    out = {}
-    for which, layers in (("first", st["first_layers"]), ("last", st["last_layers"])):
-        params = memory.stage_params_arrays(ctx.parts, m.n_layers, m.tied_embeddings, x.tp,
-                                            x.pp, st["first_layers"], st["last_layers"],
-                                            which=which)
-        w, g, o = memory.model_state_arrays(params, x.zero_stage, x.shard, ctx.recipe)
-        stage = 0 if which == "first" else x.pp - 1
-        flight = np.where(x.pp > 1, pipeline.in_flight_arrays(x.pp, x.micro_batches, x.v,
-                                                              stage), 1.0)
-        a = act * layers * flight
-        extra = np.zeros_like(a)
-        if which == "last":  # the loss's fp32 logits and their gradient, vocab-parallel
-            extra = RESERVE["logits_bytes"] * x.tokens * m.vocab / x.tp
-        # ZeRO-3 keeps the unit being computed and the prefetched ones whole
-        unit = ctx.parts["layers"] / m.n_layers / x.tp * ctx.recipe.weight_bytes
-        extra = extra + np.where(x.zero_stage == 3, (fw.zero3_prefetch + 1) * unit, 0.0)
+    logits = RESERVE["logits_bytes"] * x.tokens * m.vocab / x.tp
+    # ZeRO-3 keeps the unit being computed and the prefetched ones whole
+    unit = (ctx.parts["layers"] if ex is None else ex.nonexpert["layers"]) / m.n_layers / x.tp
+    if ex is not None:
+        unit = unit + ex.moe_share * ex.routed_per_layer / x.ep
+    unit = unit * ctx.recipe.weight_bytes
+    zero3 = np.where(x.zero_stage == 3, (fw.zero3_prefetch + 1) * unit, 0.0)
+    stages = {w: _stage_params(ctx, x, st, w) for w in (
+        ("first", "last", "middle") if ex is not None or dual else ("first", "last"))}
+
+    def one(dense, experts, act_layers, flight, extra):
+        w, g, o = _model_state(ctx, x, dense, experts)
+        a = act * act_layers * flight
+        extra = extra + zero3
         held = w + g + o + a
         reserve = ctx.reserve_bytes + RESERVE["allocator_share"] * held + extra
-        out[which] = (w, g, o, a, reserve, params, flight)
-    first_total = sum(out["first"][:5])
-    last_total = sum(out["last"][:5])
-    pick_last = last_total > first_total
-    w, g, o, a, reserve, params, flight = (np.where(pick_last, lv, fv) for fv, lv in zip(
-        out["first"], out["last"], strict=True))
+        return (w, g, o, a, reserve, dense, experts, flight)
+
+    out = {}
+    if dual:
+        flight = np.where(x.pp > 1, pipeline.dualpipe_in_flight(x.pp), 1.0)
+        (d0, e0, l0), (dl, el, ll), (dm, em, lm) = (stages[w] for w in ("first", "last",
+                                                                         "middle"))
+        pair = np.where(x.pp > 1, 1.0, 0.0)  # one stage holds everything at pp = 1
+        out["first"] = one(d0 + pair * dl, e0 + pair * el, (l0 + pair * ll) / (1 + pair),
+                           flight, logits)
+        out["last"] = out["first"]
+        mid = one(2 * dm, 2 * em, lm, flight, 0.0)
+        out["middle"] = tuple(np.where(x.pp >= 4, mv, fv) for mv, fv in zip(
+            mid, out["first"], strict=True))
+    else:
+        for which in stages:
+            dense, experts, layers = stages[which]
+            stage = {"first": 0, "middle": 1, "last": x.pp - 1}[which]
+            flight = np.where(x.pp > 1, pipeline.in_flight_arrays(x.pp, x.micro_batches, x.v,
+                                                                  stage), 1.0)
+            extra = logits if which == "last" else np.zeros_like(act)
+            out[which] = one(dense, experts, layers, flight, extra)
+        if "middle" in out:  # a middle stage exists from three stages on
+            out["middle"] = tuple(np.where(x.pp >= 3, mv, fv) for mv, fv in zip(
+                out["middle"], out["first"], strict=True))
+    totals = {w: sum(v[:5]) for w, v in out.items()}
+    pick = out["first"]
+    best = totals["first"]
+    for which in ("last", "middle"):
+        if which in out:
+            more = totals[which] > best
+            pick = tuple(np.where(more, nv, pv) for nv, pv in zip(out[which], pick,
+                                                                  strict=True))
+            best = np.where(more, totals[which], best)
+    w, g, o, a, reserve, _, _, flight = pick
+    dense_max = np.maximum(out["first"][5], out["last"][5])
+    expert_max = np.maximum(out["first"][6], out["last"][6])
+    if "middle" in out:
+        dense_max = np.maximum(dense_max, out["middle"][5])
+        expert_max = np.maximum(expert_max, out["middle"][6])
     return {"weights_bytes": w, "grads_bytes": g, "optimizer_bytes": o,
             "activations_bytes": a, "reserve_bytes": reserve,
             "memory_bytes": w + g + o + a + reserve,
             "capacity_bytes": np.full(np.shape(w), ctx.gpu.hbm_bytes),
-            "first_stage_bytes": first_total, "last_stage_bytes": last_total,
-            "params_per_gpu": np.maximum(out["first"][5], out["last"][5]),
+            "first_stage_bytes": totals["first"], "last_stage_bytes": totals["last"],
+            "params_per_gpu": dense_max, "expert_params_per_gpu": expert_max,
             "in_flight": flight}
 
 
 # =========================================================================== pipeline
 def pipeline_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray],
-                   t: dict[str, np.ndarray], st: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Seconds of the busiest stage's ``m`` micro-batches by part, the bubble and the sends."""
+                   t: dict[str, np.ndarray], busy: dict[str, np.ndarray]
+                   ) -> dict[str, np.ndarray]:
+    """Seconds of the busiest GPU's ``m`` micro-batches by part, the bubble and the sends."""
     fwd, rec, head = c["layer_forward_s"], c["layer_recompute_s"], c["head_s"]
-    tp_layer = t["layer_tp_comm_s"]
+    tp_layer, cp_layer, ep_layer = (t["layer_tp_comm_s"], t["layer_cp_comm_s"],
+                                    t["layer_ep_comm_s"])
     n_mb = x.micro_batches
-    per_layer = 3 * fwd + rec + tp_layer  # forward, backward (2x), recompute, TP
+    per_layer = 3 * fwd + rec + tp_layer + cp_layer  # forward, backward (2x), recompute, TP, CP
     l = ctx.model.n_layers
-    average = (l * per_layer + head) / x.pp
-    layers = np.where(st["last_is_busiest"], st["last_layers"], st["first_layers"])
-    head_on = np.where(st["last_is_busiest"], 1.0, 0.0)
-    send_bytes = ACTIVATION_BYTES * x.tokens * ctx.model.hidden / x.tp
+    moe_total = 0.0 if ctx.experts is None else float(ctx.experts.moe_first[-1])
+    average = (l * per_layer + moe_total * ep_layer + head) / x.pp
+    layers, head_on, moe_n = busy["layers"], busy["head"], busy["moe_layers"]
+    send_bytes = ctx.recipe.activation_comm_bytes * x.tokens * ctx.model.hidden / x.tp
     links, gpn = ctx.collectives.links, ctx.network.gpus_per_node
-    across = x.tp * x.dp >= gpn  # consecutive stages sit on different nodes
+    across = x.tp * x.cp * x.dp >= gpn  # consecutive stages sit on different nodes
     link_bw = np.where(across, links.inter.bandwidth_bytes_s, links.intra.bandwidth_bytes_s)
     link_lat = np.where(across, links.inter.latency_s, links.intra.latency_s)
     sends = 2 * x.v * n_mb * (link_lat + send_bytes / link_bw)
     if ctx.framework.p2p_overlap:
         sends = sends / n_mb  # one micro-batch's sends stay on the critical path
+    if ctx.framework.pipeline_schedule == "dualpipe":
+        bubble = pipeline.dualpipe_bubble_s(x.pp, average / 3)
+    else:
+        bubble = (x.pp - 1) / x.v * average
     return {
         "forward_s": n_mb * layers * fwd + n_mb * head_on * head / 3,
         "backward_s": n_mb * 2 * layers * fwd + n_mb * head_on * head * 2 / 3,
         "recompute_s": n_mb * layers * rec,
         "tp_comm_s": n_mb * layers * tp_layer,
-        "bubble_s": (x.pp - 1) / x.v * average,
+        "cp_comm_s": n_mb * layers * cp_layer,
+        "ep_comm_s": n_mb * moe_n * ep_layer,
+        "bubble_s": bubble,
         "p2p_s": np.where(x.pp > 1, sends, 0.0),
     }
 
 
 # =========================================================================== data parallelism
-def _bucketed(total_s_of, size: np.ndarray, bucket: float | None, window: np.ndarray | None
-              ) -> np.ndarray:
-    """Exposed seconds of a collective over ``size`` bytes issued in buckets of ``bucket``
-    bytes, the buckets becoming ready evenly over ``window`` seconds of compute (None: after
-    it). Bucket ``i`` of ``k`` is ready at ``window · i/k`` and the calls run one after
-    another, so what shows after the window is ``max(t, k t - window (k-1)/k)`` for ``k``
-    buckets of ``t`` seconds each (Li et al. 2020, PyTorch DDP, Sec. 3.2.3)."""
-    k = np.ones_like(size) if not bucket else np.maximum(np.ceil(size / bucket), 1.0)
-    each = total_s_of(size / k)
+def _bucketed(calls, bucket: float | None, window: np.ndarray | None) -> np.ndarray:
+    """Exposed seconds of collectives issued in buckets of ``bucket`` bytes one after another,
+    ``calls`` a list of ``(total_s_of, size)`` (a function giving one call's seconds for its
+    bytes, and the bytes in all), the buckets becoming ready evenly over ``window`` seconds
+    of compute (None: after it). Bucket ``i`` of ``n`` is ready at ``window · i/n`` and the
+    calls run one after another, so what shows after the window is
+    ``max(t_max, T - window (n-1)/n)`` for ``n`` buckets taking ``T`` seconds in all, ``t_max``
+    the longest; for ``k`` buckets of ``t`` seconds each, ``max(t, k t - window (k-1)/k)``
+    (Li et al. 2020, PyTorch DDP, Sec. 3.2.3)."""
+    if len(calls) == 1:
+        total_s_of, size = calls[0]
+        k = np.ones_like(size) if not bucket else np.maximum(np.ceil(size / bucket), 1.0)
+        each = total_s_of(size / k)
+        if window is None:
+            return k * each
+        return np.maximum(each, k * each - window * (k - 1) / k)
+    ks, eaches = [], []
+    for total_s_of, size in calls:
+        k = np.ones_like(size) if not bucket else np.maximum(np.ceil(size / bucket), 1.0)
+        ks.append(k)
+        eaches.append(total_s_of(size / k))
+    total = sum(k * e for k, e in zip(ks, eaches, strict=True))
     if window is None:
-        return k * each
-    return np.maximum(each, k * each - window * (k - 1) / k)
+        return total
+    n = sum(ks)
+    return np.maximum(np.maximum.reduce(eaches), total - window * (n - 1) / n)
 
 
 def _prefetched(units: np.ndarray, comp: np.ndarray, comm: np.ndarray, prefetch: int
@@ -361,31 +701,43 @@ def _prefetched(units: np.ndarray, comp: np.ndarray, comm: np.ndarray, prefetch:
     return comm + np.maximum(units - 1, 0) * np.maximum(comp, comm) + comp
 
 
-def data_parallel_parts(ctx: Context, x: _Shape, params: np.ndarray, c: dict[str, np.ndarray],
-                        t: dict[str, np.ndarray], st: dict[str, np.ndarray]
-                        ) -> dict[str, np.ndarray]:
+def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
+                        c: dict[str, np.ndarray], t: dict[str, np.ndarray],
+                        busy: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Exposed seconds of the step's data-parallel and ZeRO collectives, as the framework
-    issues them (see the module docstring)."""
+    issues them (see the module docstring): the non-expert parameters over the ``dp × cp``
+    GPUs that hold copies of them, a mixture of experts' routed experts over their ``edp``
+    copies."""
     gpn = ctx.network.gpus_per_node
-    per_node_dp = dp_ranks_per_node(x.dp, np.maximum(1, gpn // np.minimum(x.tp, gpn)))
+    dpc = x.dp * x.cp  # context parallelism's GPUs join the gradient reduction
+    per_node_dp = dp_ranks_per_node(dpc, np.maximum(1, gpn // np.minimum(x.tp, gpn)))
     # hybrid sharding: shard groups of consecutive data-parallel ranks, replicas across them
-    per_node_shard = dp_ranks_per_node(x.shard, per_node_dp)
+    shard = x.shard * x.cp
+    per_node_shard = dp_ranks_per_node(shard, per_node_dp)
     replicas = x.dp // x.shard
     per_node_replica = dp_ranks_per_node(replicas, np.maximum(per_node_dp // per_node_shard, 1))
-    per_layer = 3 * c["layer_forward_s"] + c["layer_recompute_s"] + t["layer_tp_comm_s"]
-    layers = np.where(st["last_is_busiest"], st["last_layers"], st["first_layers"])
+    per_layer = (3 * c["layer_forward_s"] + c["layer_recompute_s"] + t["layer_tp_comm_s"]
+                 + t["layer_cp_comm_s"])
     shape = np.shape(x.dp)
     full_arrays = {
-        "dp": x.dp, "shard": x.shard, "per_node_dp": per_node_dp,
+        "dp": dpc, "shard": shard, "per_node_dp": per_node_dp,
         "per_node_shard": per_node_shard, "replicas": replicas,
         "per_node_replica": per_node_replica, "tp": x.tp, "pp": x.pp,
-        "micro_batches": x.micro_batches, "params": params, "per_layer": per_layer,
-        "layers": layers}
+        "micro_batches": x.micro_batches, "params": mem["params_per_gpu"],
+        "per_layer": per_layer, "layers": busy["layers"]}
+    if ctx.experts is not None:
+        full_arrays.update({
+            "edp": x.edp, "expert_params": mem["expert_params_per_gpu"],
+            "per_node_edp": dp_ranks_per_node(x.edp, np.maximum(1, gpn // np.minimum(x.ep,
+                                                                                  gpn)))})
+        copies = (dpc > 1) | (x.edp > 1)
+    else:
+        copies = dpc > 1
     comm = np.zeros(shape)
     # each branch is priced only for the plans that take it
-    for branch, mask in ((_dp_plain, (x.zero_stage == 0) & (x.dp > 1)),
-                         (_dp_sharded, (x.zero_stage >= 1) & (x.zero_stage <= 2) & (x.dp > 1)),
-                         (_dp_full, (x.zero_stage == 3) & (x.dp > 1))):
+    for branch, mask in ((_dp_plain, (x.zero_stage == 0) & copies),
+                         (_dp_sharded, (x.zero_stage >= 1) & (x.zero_stage <= 2) & copies),
+                         (_dp_full, (x.zero_stage == 3) & copies)):
         idx = np.flatnonzero(np.broadcast_to(mask, shape))
         if idx.size:
             sub = {k: np.broadcast_to(v, shape).ravel()[idx] for k, v in full_arrays.items()}
@@ -394,9 +746,10 @@ def data_parallel_parts(ctx: Context, x: _Shape, params: np.ndarray, c: dict[str
 
 
 def _colls(ctx: Context, a: dict[str, np.ndarray]):
-    """The two ways a data-parallel collective is issued, over the plans of ``a``: over the
-    whole group (``coll``), or inside the shard groups with the reduce-scatter's shard then
-    all-reduced across the replicas (``sharded``; nothing added without hybrid sharding)."""
+    """The ways a data-parallel collective is issued, over the plans of ``a``: over the
+    whole group (``coll``), inside the shard groups with the reduce-scatter's shard then
+    all-reduced across the replicas (``sharded``; nothing added without hybrid sharding),
+    and over the experts' ``edp`` copies (``expert``; None for a dense model)."""
     flat = not ctx.framework.flat_dp_rings
 
     def coll(op: str, size: np.ndarray) -> np.ndarray:
@@ -412,7 +765,18 @@ def _colls(ctx: Context, a: dict[str, np.ndarray]):
                                                 a["per_node_replica"], node_aggregate=flat)
         return out
 
-    return coll, sharded
+    expert = None
+    if "edp" in a:
+        def expert(op: str, size: np.ndarray) -> np.ndarray:
+            return np.where(a["edp"] > 1, ctx.collectives.seconds(
+                op, size, a["edp"], a["per_node_edp"], node_aggregate=flat), 0.0)
+
+    def none_if_single(f):
+        return lambda op, size: np.where(a["dp"] > 1, f(op, size), 0.0)
+
+    if expert is not None:  # a mixture of experts: its dense part may have one copy
+        coll, sharded = none_if_single(coll), none_if_single(sharded)
+    return coll, sharded, expert
 
 
 def _windows(ctx: Context, a: dict[str, np.ndarray]):
@@ -427,41 +791,55 @@ def _windows(ctx: Context, a: dict[str, np.ndarray]):
 
 def _dp_plain(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
     """Plain data parallelism: the gradients all-reduced in buckets."""
-    coll, _ = _colls(ctx, a)
+    coll, _, expert = _colls(ctx, a)
     grad_window, _ = _windows(ctx, a)
-    return _bucketed(lambda s: coll("all_reduce", s), a["params"] * ctx.recipe.grad_bytes,
-                     ctx.framework.grad_bucket_bytes, grad_window)
+    calls = [(lambda s: coll("all_reduce", s), a["params"] * ctx.recipe.grad_comm)]
+    if expert is not None:
+        calls.append((lambda s: expert("all_reduce", s),
+                      a["expert_params"] * ctx.recipe.grad_comm))
+    return _bucketed(calls, ctx.framework.grad_bucket_bytes, grad_window)
 
 
 def _dp_sharded(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
     """ZeRO-1/2: gradients reduce-scattered in buckets, the updated weights all-gathered."""
-    _, sharded = _colls(ctx, a)
+    _, sharded, expert = _colls(ctx, a)
     grad_window, gather_window = _windows(ctx, a)
     bucket, rec = ctx.framework.grad_bucket_bytes, ctx.recipe
-    return (_bucketed(lambda s: sharded("reduce_scatter", s), a["params"] * rec.grad_bytes,
-                      bucket, grad_window)
-            + _bucketed(lambda s: sharded("all_gather", s), a["params"] * rec.weight_bytes,
-                        bucket, gather_window))
+    scatter = [(lambda s: sharded("reduce_scatter", s), a["params"] * rec.grad_comm)]
+    gather = [(lambda s: sharded("all_gather", s), a["params"] * rec.param_gather)]
+    if expert is not None:
+        scatter.append((lambda s: expert("reduce_scatter", s),
+                        a["expert_params"] * rec.grad_comm))
+        gather.append((lambda s: expert("all_gather", s), a["expert_params"] * rec.param_gather))
+    return (_bucketed(scatter, bucket, grad_window) + _bucketed(gather, bucket, gather_window))
 
 
 def _dp_full(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
     """ZeRO-3 / FSDP: every micro-batch gathers each unit's weights before its forward and
     its backward (once, kept for the backward, under pipelining) and reduce-scatters its
-    gradients; the rest of the stage (embedding, output layer) as one more unit."""
+    gradients; the rest of the stage (embedding, output layer) as one more unit. A mixture
+    of experts' routed experts are gathered over their ``edp`` copies with the layer, an
+    average layer's share each."""
     fw, rec = ctx.framework, ctx.recipe
-    _, sharded = _colls(ctx, a)
+    _, sharded, expert = _colls(ctx, a)
     tp, layers, per_layer = a["tp"], a["layers"], a["per_layer"]
-    layer_params = ctx.parts["layers"] / ctx.model.n_layers / tp
+    ex = ctx.experts
+    layer_params = (ctx.parts["layers"] if ex is None else ex.nonexpert["layers"]
+                    ) / ctx.model.n_layers / tp
     if fw.zero3_unit == "tensor":
-        gather = sum(sharded("all_gather", np.broadcast_to(n / tp * rec.weight_bytes,
+        gather = sum(sharded("all_gather", np.broadcast_to(n / tp * rec.param_gather,
                                                            tp.shape).astype(float))
                      for n in ctx.tensors)
     else:
-        gather = sharded("all_gather", layer_params * rec.weight_bytes)
-    scatter = sharded("reduce_scatter", layer_params * rec.grad_bytes)
+        gather = sharded("all_gather", layer_params * rec.param_gather)
+    scatter = sharded("reduce_scatter", layer_params * rec.grad_comm)
+    if expert is not None:
+        per = a["expert_params"] / np.maximum(layers, 1)
+        gather = gather + expert("all_gather", per * rec.param_gather)
+        scatter = scatter + expert("reduce_scatter", per * rec.grad_comm)
     rest = np.maximum(a["params"] - layers * layer_params, 0.0)
-    rest_s = (sharded("all_gather", rest * rec.weight_bytes)
-              + sharded("reduce_scatter", rest * rec.grad_bytes))
+    rest_s = (sharded("all_gather", rest * rec.param_gather)
+              + sharded("reduce_scatter", rest * rec.grad_comm))
     gathers_back = np.where(a["pp"] > 1, 0.0, 1.0)  # resharded after forward only without PP
     c_f = per_layer / 3
     c_b = per_layer * 2 / 3
@@ -470,12 +848,19 @@ def _dp_full(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
     return a["micro_batches"] * (fwd + bwd - layers * (c_f + c_b) + rest_s)
 
 
-def optimizer_parts(ctx: Context, x: _Shape, params: np.ndarray) -> dict[str, np.ndarray]:
+def optimizer_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray]
+                    ) -> dict[str, np.ndarray]:
     """Seconds of the Adam step: its state read and written once at HBM bandwidth, sharded
-    over the shard group (``dp`` without hybrid sharding) from ZeRO stage 1."""
+    from ZeRO stage 1 over the shard group (``dp`` without hybrid sharding, times ``cp``) and,
+    for a mixture of experts' routed experts, over their ``edp`` copies."""
     hbm = ctx.gpu.hbm_gbytes_s * 1e9
-    return {"optimizer_s": params * ADAM_TRAFFIC_BYTES_PER_PARAM
-            / np.where(x.zero_stage >= 1, x.shard, 1) / hbm}
+    sharded = x.zero_stage >= 1
+    seconds = (mem["params_per_gpu"] * ADAM_TRAFFIC_BYTES_PER_PARAM
+               / np.where(sharded, x.shard * x.cp, 1) / hbm)
+    if ctx.experts is not None:
+        seconds = seconds + (mem["expert_params_per_gpu"] * ADAM_TRAFFIC_BYTES_PER_PARAM
+                             / np.where(sharded, x.edp, 1) / hbm)
+    return {"optimizer_s": seconds}
 
 
 def iteration(ctx: Context, a: dict[str, np.ndarray], uneven: bool = False
@@ -484,20 +869,29 @@ def iteration(ctx: Context, a: dict[str, np.ndarray], uneven: bool = False
 
     ``a`` holds arrays of ``tp``, ``pp``, ``dp``, ``micro_batch``, ``interleave``,
     ``zero_stage``, ``sp``, ``rc`` (:func:`scaleout.memory.recompute_code`) and ``flash``,
-    and may hold ``zero_shard`` (the shard group's size; ``dp`` where absent).
+    and may hold ``zero_shard`` (the shard group's size; ``dp`` where absent), ``cp`` and
+    ``ep`` (1 where absent).
     Returns the parts of :func:`memory_parts` (``*_bytes``), the :data:`STEP_PARTS` as
-    ``*_s`` summing to ``step_s``, ``micro_batches``, ``first_layers`` and ``last_layers``.
+    ``*_s`` summing to ``step_s``, ``micro_batches``, ``first_layers`` and ``last_layers``,
+    and per layer and micro-batch ``layer_ep_comm_s`` and ``layer_cp_comm_s``.
     """
     x = _shape(ctx, a)
     comp = compute_parts(ctx, x)
-    tp = tensor_parallel_parts(ctx, x, comp)
-    per_layer = 3 * comp["layer_forward_s"] + comp["layer_recompute_s"] + tp["layer_tp_comm_s"]
-    st = stage_split(ctx, x, per_layer, comp["head_s"], uneven)
+    comm = {**tensor_parallel_parts(ctx, x, comp), **context_parallel_parts(ctx, x),
+            **expert_parallel_parts(ctx, x, comp)}
+    per_layer = (3 * comp["layer_forward_s"] + comp["layer_recompute_s"]
+                 + comm["layer_tp_comm_s"] + comm["layer_cp_comm_s"])
+    share = 0.0 if ctx.experts is None else ctx.experts.moe_share
+    balance = per_layer + share * comm["layer_ep_comm_s"]  # an average layer, to split stages
+    st = stage_split(ctx, x, balance, comp["head_s"], uneven)
+    busy = busiest_gpu(ctx, x, st, per_layer, comm["layer_ep_comm_s"], comp["head_s"])
     mem = memory_parts(ctx, x, st)
-    pipe = pipeline_parts(ctx, x, comp, tp, st)
-    dp = data_parallel_parts(ctx, x, mem["params_per_gpu"], comp, tp, st)
-    opt = optimizer_parts(ctx, x, mem["params_per_gpu"])
-    step = (x.micro_batches * st["busiest_s"] + pipe["bubble_s"] + pipe["p2p_s"]
+    pipe = pipeline_parts(ctx, x, comp, comm, busy)
+    dp = data_parallel_parts(ctx, x, mem, comp, comm, busy)
+    opt = optimizer_parts(ctx, x, mem)
+    step = (x.micro_batches * busy["busiest_s"] + pipe["bubble_s"] + pipe["p2p_s"]
             + dp["dp_comm_s"] + opt["optimizer_s"])
     return {**mem, **pipe, **dp, **opt, "step_s": step, "micro_batches": x.micro_batches,
-            "first_layers": st["first_layers"], "last_layers": st["last_layers"]}
+            "first_layers": st["first_layers"], "last_layers": st["last_layers"],
+            "layer_ep_comm_s": comm["layer_ep_comm_s"],
+            "layer_cp_comm_s": comm["layer_cp_comm_s"]}

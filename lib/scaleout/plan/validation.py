@@ -57,6 +57,7 @@ class ValidationRow:
     published: float
     predicted: float
     source: str = ""
+    mechanisms: tuple[str, ...] = ()
 
     @property
     def error_pct(self) -> float:
@@ -73,6 +74,8 @@ def _published_step_s(case: Case) -> float:
         return case.published
     if case.quantity == "tokens/s per GPU":
         return p.global_batch * s / (case.published * n)
+    if case.quantity.startswith("H800 GPU-hours"):  # GPU-hours per 10^12 tokens
+        return p.global_batch * s * case.published * 3600 / 1e12 / n
     if case.quantity == "TFLOP/s per GPU (Eq. 3)":
         flops = compute.megatron_iteration_flops(case.model, p.global_batch, s, recompute=True)
         return flops / (case.published * 1e12 * n)
@@ -82,7 +85,7 @@ def _published_step_s(case: Case) -> float:
 
 def _row(case: Case, predicted: float) -> ValidationRow:
     return ValidationRow(source_title(case.source), case.label, case.quantity, case.published,
-                         predicted, case.source)
+                         predicted, case.source, case.mechanisms)
 
 
 def _selected(sources: Iterable[str] | None) -> list[Case]:
@@ -100,7 +103,7 @@ def validate(calibration: Calibration | None = None, sources: Iterable[str] | No
     rows = []
     for case in _selected(sources):
         r = evaluate(case.model, case.gpu, case.plan, case.network, calibration=cal,
-                     framework=case.framework)
+                     framework=case.framework, recipe=case.recipe)
         rows.append(_row(case, case.predict(r)))
     return rows
 
@@ -109,7 +112,7 @@ def _log_step_errors(rows: Sequence[ValidationRow]) -> dict[str, np.ndarray]:
     """Per source, log(predicted step time / published step time) of every row."""
     by: dict[str, list[float]] = {}
     for r in rows:
-        slow = r.quantity == "s/iteration"
+        slow = r.quantity == "s/iteration" or "GPU-hours" in r.quantity
         ratio = r.predicted / r.published if slow else r.published / r.predicted
         by.setdefault(r.source, []).append(float(np.log(ratio)))
     return {k: np.asarray(v) for k, v in by.items()}
@@ -178,6 +181,8 @@ def baseline_rows(mfu: float, selected: Sequence[Case] | None = None) -> list[Va
         published_step = _published_step_s(case)
         if case.quantity == "s/iteration":
             predicted = step
+        elif "GPU-hours" in case.quantity:  # a cost: it scales as the step
+            predicted = case.published * step / published_step
         else:  # a throughput: it scales as 1 / step
             predicted = case.published * published_step / step
         out.append(_row(case, predicted))
@@ -226,11 +231,19 @@ class CrossValidation:
                             "baseline_worst_abs_pct": baseline[table]["worst_abs_pct"]})
         return out
 
-    def overall(self, role: str) -> dict[str, float]:
-        """Mean and worst absolute error over every case of ``role`` (planner, baseline)."""
+    def overall(self, role: str, dense_16bit: bool | None = None) -> dict[str, float]:
+        """Mean and worst absolute error over every case of ``role`` (planner, baseline).
+
+        ``dense_16bit``: True keeps the dense 16-bit runs only, False the runs that exercise
+        a mixture of experts, FP8 or context parallelism (:attr:`ValidationRow.mechanisms`),
+        None all of them."""
         rows, base = {"fitted": (self.fitted, self.baseline_fitted),
                       "held out": (self.held_out, self.baseline_held_out),
                       "left out": (self.left_out, self.baseline_left_out)}[role]
+        if dense_16bit is not None:
+            keep = [not r.mechanisms if dense_16bit else bool(r.mechanisms) for r in rows]
+            rows = [r for r, k in zip(rows, keep, strict=True) if k]
+            base = [r for r, k in zip(base, keep, strict=True) if k]
         e = np.abs([r.error_pct for r in rows])
         b = np.abs([r.error_pct for r in base])
         return {"cases": int(e.size), "mean_abs_pct": float(e.mean()),
@@ -289,9 +302,13 @@ def validation_table(rows: Sequence[ValidationRow] | None = None) -> str:
             out.append(f"  {r['source']:<52} {r['role']:<9} {r['cases']:>5}  "
                        f"{r['mean_abs_pct']:>5.1f}% {r['worst_abs_pct']:>5.1f}%   "
                        f"{r['baseline_mean_abs_pct']:>12.1f}% {r['baseline_worst_abs_pct']:>5.1f}%")
-        for role in ("fitted", "held out", "left out"):
-            o = cv.overall(role)
-            out.append(f"  all {role:<48}       {o['cases']:>5}  {o['mean_abs_pct']:>5.1f}% "
+        for role, dense, label in (("fitted", None, "all fitted"),
+                                   ("held out", None, "all held out"),
+                                   ("held out", True, "held out, dense 16-bit"),
+                                   ("held out", False, "held out, MoE / FP8 / CP"),
+                                   ("left out", None, "all left out")):
+            o = cv.overall(role, dense)
+            out.append(f"  {label:<52}       {o['cases']:>5}  {o['mean_abs_pct']:>5.1f}% "
                        f"{o['worst_abs_pct']:>5.1f}%   {o['baseline_mean_abs_pct']:>12.1f}% "
                        f"{o['baseline_worst_abs_pct']:>5.1f}%")
         if cv.skipped:
@@ -321,7 +338,7 @@ def scaling_series(source: str = "narayanan2021_table2_zero3",
     rows: dict[str, list[tuple[int, float, float]]] = {}
     for case in chosen:
         r = evaluate(case.model, case.gpu, case.plan, case.network, calibration=cal,
-                     framework=case.framework)
+                     framework=case.framework, recipe=case.recipe)
         key = f"{case.model.name}, {case.framework}"
         rows.setdefault(key, []).append((case.plan.n_gpus, case.published, case.predict(r)))
     out = {}

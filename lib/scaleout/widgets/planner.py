@@ -69,7 +69,7 @@ class PlannerExplorer(Explorer):
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "model": W.Dropdown(options=[*catalog.dense_model_names(), CUSTOM], value="gpt3-175b",
+            "model": W.Dropdown(options=[*catalog.model_names(), CUSTOM], value="gpt3-175b",
                                 description="model", **_WIDE),
             "custom_layers": W.BoundedIntText(value=48, min=0, max=1000,
                                               description="custom layers", **_WIDE),

@@ -45,7 +45,7 @@ class DomainExplorer(Explorer):
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "model": W.Dropdown(options=catalog.dense_model_names(), value="gpt3-175b",
+            "model": W.Dropdown(options=catalog.model_names(), value="gpt3-175b",
                                 description="model", **_WIDE),
             "gpu": W.Dropdown(options=catalog.gpu_names(), value="GB200", description="GPU",
                               **_WIDE),
