@@ -941,6 +941,32 @@ def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
     return svgchart.vstack([top, bottom])
 
 
+def relative_heatmap(ax: Axes, grid, rows: Sequence[Any], cols: Sequence[Any], *,
+                     xlabel: str, ylabel: str, title: str = "", vmax: float = 2.0,
+                     split_below: int | None = None, legend: str = "× best") -> None:
+    """Each cell of ``grid`` divided by the grid's smallest finite value, as a heat map.
+
+    The planner's step time per (tensor-parallel size, pipeline stages) in notebook 08:
+    ``grid[i, j]`` belongs to ``rows[i]`` and ``cols[j]``; NaN cells (nothing fits) stay
+    blank. Each filled cell prints its ratio (white on the dark half of the scale), the scale
+    runs from 1 (the best) to ``vmax`` with a colour bar named ``legend``, and a white line
+    below row ``split_below`` marks a boundary (e.g. the largest size inside a node).
+    """
+    grid = np.asarray(grid, dtype=float)
+    ratio = grid / np.nanmin(grid)
+    image = ax.imshow(ratio, cmap="viridis_r", vmin=1, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(cols)), [str(c) for c in cols])
+    ax.set_yticks(range(len(rows)), [str(r) for r in rows])
+    for (i, j), r in np.ndenumerate(ratio):
+        if np.isfinite(r):
+            ax.text(j, i, f"{r:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if r > (1 + vmax) / 2 else "black")
+    if split_below is not None:
+        ax.axhline(split_below + 0.5, color="white", lw=2)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.figure.colorbar(image, ax=ax, label=legend)
+
+
 def validation_scatter(ax: Axes, rows, title: str = "") -> None:
     """Predicted against published, one marker per case, the diagonal and ±5% bands.
 

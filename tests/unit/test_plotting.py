@@ -244,3 +244,20 @@ def test_rooflines_draw_one_roof_per_channel_and_name_the_parts():
     assert colors == [plotting.CHANNEL_COLORS["hbm"], plotting.CHANNEL_COLORS["scale-out"]]
     assert ax.get_ylim() == (1e10, 4e15)
     assert "1 PFLOP/s" in _ticks(fig, ax.yaxis)
+
+
+def test_relative_heatmap_prints_each_ratio_and_leaves_what_does_not_fit_blank():
+    fig, ax = plotting.new_figure()
+    grid = np.array([[2.0, 3.0, np.nan], [4.0, 5.0, 6.0]])
+    plotting.relative_heatmap(ax, grid, [1, 8], [1, 2, 4], xlabel="p", ylabel="t", title="heat",
+                              split_below=0)
+    (image,) = ax.images
+    assert np.allclose(image.get_array(), grid / 2.0, equal_nan=True)
+    assert image.get_clim() == (1, 2)
+    texts = {t.get_text(): t.get_color() for t in ax.texts}
+    assert list(texts) == ["1.00", "1.50", "2.00", "2.50", "3.00"]  # the NaN cell stays blank
+    assert texts["1.00"] == texts["1.50"] == "black" and texts["2.00"] == "white"
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [0.5]  # below the first row
+    assert _ticks(fig, ax.xaxis) == ["1", "2", "4"] and _ticks(fig, ax.yaxis) == ["1", "8"]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("p", "t", "heat")
+    assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == "× best"  # the colour bar
