@@ -188,6 +188,58 @@ def _legend_outside(ax: Axes, fontsize: float = 8) -> None:
     ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
+def _finish(ax: Axes, title: str = "", *, xlabel: str | None = None, ylabel: str | None = None,
+            legend: str | None = "outside", grid: str | None = "major",
+            fontsize: float = 8) -> None:
+    """The close every line chart shares: axis names, a light ``grid`` (``"major"``,
+    ``"both"`` or None), the legend (``"outside"``: :func:`_legend_outside`; else a matplotlib
+    location such as ``"lower right"``; None: none) and the title."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if grid:
+        ax.grid(True, which=grid, alpha=0.3)
+    if legend == "outside":
+        _legend_outside(ax, fontsize)
+    elif legend:
+        ax.legend(fontsize=fontsize, loc=legend)
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+def lines(ax: Axes, x, ys: Mapping[str, Any], *, xlabel: str, ylabel: str, title: str = "",
+          xscale: str = "linear", yscale: str = "linear", colors: Mapping[str, str] | None = None,
+          dashed: Collection[str] = (), marker: str | None = None,
+          hlines: Mapping[str, float] | None = None, mark_x: float | None = None,
+          mark_label: str = "", ylim: tuple[float, float] | None = None,
+          legend: str | None = "outside") -> None:
+    """One line per entry of ``ys`` (label -> values at ``x``), the notebooks' plain line chart.
+
+    Like d2l's ``plot``: a cell computes its curves with the library and hands them over in
+    one call. Lines named in ``colors`` take that colour (the rest matplotlib's cycle), those
+    in ``dashed`` are dashed; ``hlines`` (label -> y) are dashed black reference lines
+    (capacities, budgets) named in the legend; ``mark_x`` draws a dotted grey line at the
+    reader's setting with ``mark_label`` beside it. Axes are ``xscale``/``yscale``, with a
+    light major grid and the legend ``"outside"`` (or a matplotlib location, or None).
+    """
+    for label, y in ys.items():
+        ax.plot(x, y, marker=marker, markersize=4 if marker else None,
+                linestyle="--" if label in dashed else "-",
+                color=(colors or {}).get(label), label=label)
+    for label, y in (hlines or {}).items():
+        ax.axhline(y, color="black", linestyle="--", linewidth=1, label=label)
+    if mark_x is not None:
+        ax.axvline(mark_x, color="gray", linestyle=":", linewidth=1)
+        if mark_label:
+            ax.text(mark_x, 0.98, f" {mark_label}", transform=ax.get_xaxis_transform(),
+                    fontsize=9, va="top", color="#555555")
+    ax.set(xscale=xscale, yscale=yscale)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    _finish(ax, title, xlabel=xlabel, ylabel=ylabel, legend=legend)
+
+
 def memory_bars(ax: Axes, rows: dict[str, MemoryBreakdown], capacity_gib: float | None = None,
                 title: str = "") -> None:
     """Stacked horizontal bars of memory per GPU (GiB), one bar per labelled configuration.
@@ -461,11 +513,7 @@ def tp_sweep_lines(ax: Axes, sweeps: Mapping[str, Mapping[str, np.ndarray]], dom
     ax.set_xscale("log")
     ax.set_xticks(ts, [str(t) for t in ts])
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("tensor-parallel size t")
-    ax.grid(True, which="major", alpha=0.3)
-    _legend_outside(ax)
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="tensor-parallel size t")
 
 
 # =========================================================================== collectives
@@ -533,12 +581,7 @@ def collective_time_vs_size(ax: Axes, sizes_bytes, times_s: Mapping[str, Any], *
     _human_axis(ax.yaxis, "s")
     if lows:
         ax.set_ylim(bottom=min(lows) / 3)
-    ax.set_xlabel("message size S")
-    ax.set_ylabel("time")
-    ax.grid(True, which="major", alpha=0.3)
-    _legend_outside(ax)
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="message size S", ylabel="time")
 
 
 def collective_time_vs_gpus(ax: Axes, gpus, times_s: Mapping[str, Any], *,
@@ -555,12 +598,7 @@ def collective_time_vs_gpus(ax: Axes, gpus, times_s: Mapping[str, Any], *,
     ax.set_xscale("log")
     ax.set_yscale("log")
     _human_axis(ax.yaxis, "s")
-    ax.set_xlabel("GPUs n")
-    ax.set_ylabel("time")
-    ax.grid(True, which="major", alpha=0.3)
-    _legend_outside(ax)
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="GPUs n", ylabel="time")
 
 
 # =========================================================================== pipelines
@@ -673,12 +711,8 @@ def bubble_curves(ax: Axes, curves: dict[str, tuple[list[float], list[float]]],
     positive = any(f > 0 for _ms, fractions in curves.values() for f in fractions)
     if positive:  # one stage has no bubble at all: a log axis would have nothing to show
         ax.set_yscale("log")
-    ax.set_xlabel("micro-batches m (log scale)")
-    ax.set_ylabel("bubble / ideal time" + (" (log scale)" if positive else ""))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="micro-batches m (log scale)",
+            ylabel="bubble / ideal time" + (" (log scale)" if positive else ""))
 
 
 def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str = "",
@@ -781,12 +815,7 @@ def load_balance_lines(ax: Axes, flows: Sequence[int], utilisation: Mapping[str,
                 color="gray")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("large flows")
-    ax.set_ylabel("utilisation")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="large flows", ylabel="utilisation", legend="lower right")
 
 
 def ecmp_against_spraying(ax: Axes, flows: Sequence[int], paths: Sequence[int], ecmp_sync,
@@ -802,12 +831,8 @@ def ecmp_against_spraying(ax: Axes, flows: Sequence[int], paths: Sequence[int], 
     ax.plot([], [], "k--", linewidth=1.2, label="adaptive spraying (same colour)")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("large flows")
-    ax.set_ylabel("utilisation (a collective)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="large flows", ylabel="utilisation (a collective)",
+            legend="lower right")
 
 
 #: One label per congestion mechanism of :data:`scaleout.congestion.MECHANISMS`, and a colour
@@ -842,20 +867,14 @@ def incast_queue(ax: Axes, incast: Mapping[str, Any], title: str = "") -> None:
         ax.text(1.0, *xoff, "XOFF: pause ", transform=ax.get_yaxis_transform(), ha="right",
                 va="bottom", fontsize=8, color="#555555",
                 bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
-    ax.set_ylabel("receiver's queue")
-    ax.legend(fontsize=8, loc="center right")
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, ylabel="receiver's queue", legend="center right", grid=None)
 
 
 def incast_victim(ax: Axes, incast: Mapping[str, Any], title: str = "") -> None:
     """The victim flow's data delivered over time, one line per mechanism (as
     :func:`incast_queue`): where a line runs flat, the victim was paused."""
     _incast_lines(ax, incast, "victim_delivered_bytes")
-    ax.set_ylabel("victim's data delivered")
-    ax.legend(fontsize=8, loc="lower right")
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, ylabel="victim's data delivered", legend="lower right", grid=None)
 
 
 def generation_cost_lines(ax: Axes, ratios, new_cost, old_cost: float, *, new_label: str,
@@ -877,12 +896,7 @@ def generation_cost_lines(ax: Axes, ratios, new_cost, old_cost: float, *, new_la
         lo, hi = forecast
         ax.axvspan(lo, hi, color="gray", alpha=0.15,
                    label=f"the forecast, {formatting.sig(lo)}-{formatting.sig(hi)}")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("optics, relative cost")
-    ax.grid(True, alpha=0.3)
-    _legend_outside(ax)
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel=xlabel, ylabel="optics, relative cost")
 
 
 # =========================================================================== the planner

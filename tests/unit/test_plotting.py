@@ -261,3 +261,34 @@ def test_relative_heatmap_prints_each_ratio_and_leaves_what_does_not_fit_blank()
     assert _ticks(fig, ax.xaxis) == ["1", "2", "4"] and _ticks(fig, ax.yaxis) == ["1", "8"]
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("p", "t", "heat")
     assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == "× best"  # the colour bar
+
+
+def test_lines_draws_each_curve_with_its_colour_style_and_the_reference_lines():
+    fig, ax = plotting.new_figure()
+    x = np.array([1, 4, 16, 64])
+    plotting.lines(ax, x, {"plain DP": x * 2.0, "ZeRO-3": x * 0 + 3.0}, xlabel="GPUs",
+                   ylabel="GB", title="state", xscale="log", yscale="log",
+                   colors={"ZeRO-3": "#123456"}, dashed=["ZeRO-3"], marker="o",
+                   hlines={"V100 32 GB": 32.0}, mark_x=16, mark_label="this run",
+                   legend="upper left")
+    plain, zero3, cap, mark = ax.get_lines()
+    assert np.allclose(plain.get_ydata(), x * 2.0) and list(plain.get_xdata()) == list(x)
+    assert (plain.get_linestyle(), zero3.get_linestyle()) == ("-", "--")
+    assert to_hex(zero3.get_color()) == "#123456" and plain.get_marker() == "o"
+    assert cap.get_ydata()[0] == 32.0 and to_hex(cap.get_color()) == "#000000"
+    assert mark.get_xdata()[0] == 16
+    assert [t.get_text() for t in ax.texts] == [" this run"]
+    assert _legend(ax) == ["plain DP", "ZeRO-3", "V100 32 GB"]  # not the setting's mark
+    assert ax.get_legend()._loc == 2  # upper left, inside
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("GPUs", "GB", "state")
+    assert {"1", "10", "100"} <= set(_ticks(fig, ax.xaxis))
+
+
+def test_lines_with_limits_and_no_legend():
+    _fig, ax = plotting.new_figure()
+    plotting.lines(ax, [1, 2, 3], {"share": [10, 50, 90]}, xlabel="n", ylabel="%",
+                   ylim=(0, 100), legend=None)
+    (line,) = ax.get_lines()
+    assert line.get_marker() in ("None", None, "") and ax.get_legend() is None
+    assert ax.get_ylim() == (0, 100) and ax.get_xscale() == "linear"
