@@ -209,7 +209,8 @@ def _finish(ax: Axes, title: str = "", *, xlabel: str | None = None, ylabel: str
 
 
 def lines(ax: Axes, x, ys: Mapping[str, Any], *, xlabel: str, ylabel: str, title: str = "",
-          xscale: str = "linear", yscale: str = "linear", colors: Mapping[str, str] | None = None,
+          xscale: str = "linear", yscale: str = "linear", xbase: float = 10,
+          colors: Mapping[str, str] | None = None,
           dashed: Collection[str] = (), marker: str | None = None,
           hlines: Mapping[str, float] | None = None, mark_x: float | None = None,
           mark_label: str = "", ylim: tuple[float, float] | None = None,
@@ -220,8 +221,9 @@ def lines(ax: Axes, x, ys: Mapping[str, Any], *, xlabel: str, ylabel: str, title
     one call. Lines named in ``colors`` take that colour (the rest matplotlib's cycle), those
     in ``dashed`` are dashed; ``hlines`` (label -> y) are dashed black reference lines
     (capacities, budgets) named in the legend; ``mark_x`` draws a dotted grey line at the
-    reader's setting with ``mark_label`` beside it. Axes are ``xscale``/``yscale``, with a
-    light major grid and the legend ``"outside"`` (or a matplotlib location, or None).
+    reader's setting with ``mark_label`` beside it. Axes are ``xscale``/``yscale`` (a log
+    x axis in powers of ``xbase``), with a light major grid and the legend ``"outside"`` (or
+    a matplotlib location, or None).
     """
     for label, y in ys.items():
         ax.plot(x, y, marker=marker, markersize=4 if marker else None,
@@ -234,7 +236,11 @@ def lines(ax: Axes, x, ys: Mapping[str, Any], *, xlabel: str, ylabel: str, title
         if mark_label:
             ax.text(mark_x, 0.98, f" {mark_label}", transform=ax.get_xaxis_transform(),
                     fontsize=9, va="top", color="#555555")
-    ax.set(xscale=xscale, yscale=yscale)
+    if xscale == "log":
+        ax.set_xscale("log", base=xbase)
+    else:
+        ax.set_xscale(xscale)
+    ax.set_yscale(yscale)
     if ylim is not None:
         ax.set_ylim(*ylim)
     _finish(ax, title, xlabel=xlabel, ylabel=ylabel, legend=legend)

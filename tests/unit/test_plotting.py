@@ -292,3 +292,11 @@ def test_lines_with_limits_and_no_legend():
     (line,) = ax.get_lines()
     assert line.get_marker() in ("None", None, "") and ax.get_legend() is None
     assert ax.get_ylim() == (0, 100) and ax.get_xscale() == "linear"
+
+
+def test_lines_log_x_in_powers_of_two():
+    fig, ax = plotting.new_figure()
+    plotting.lines(ax, [2, 4, 8, 16], {"EP": [1, 2, 3, 4]}, xlabel="EP", ylabel="ms",
+                   xscale="log", xbase=2)
+    assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+    assert {"2", "4", "8", "16"} <= set(_ticks(fig, ax.xaxis))
