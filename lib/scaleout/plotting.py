@@ -1126,12 +1126,7 @@ def failure_rates(ax: Axes, gpus, per_day: Mapping[str, Any], titles: Mapping[st
         ax.axvline(mark_gpus, color="black", linestyle=":", linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("GPUs in the job")
-    ax.set_ylabel("failures per day")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="GPUs in the job", ylabel="failures per day", legend="lower right")
 
 
 # =========================================================================== experts and rings
@@ -1255,12 +1250,8 @@ def activation_lines(ax: Axes, seqs, bytes_per_gpu: Mapping[str, Any], *, capaci
     ax.xaxis.set_major_formatter(FuncFormatter(_token_tick))
     ax.xaxis.set_minor_locator(NullLocator())
     _human_axis(ax.yaxis, binary=True)
-    ax.set_xlabel("sequence length (tokens)")
-    ax.set_ylabel("activations per GPU\n(one micro-batch, all layers)")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="sequence length (tokens)",
+            ylabel="activations per GPU\n(one micro-batch, all layers)", legend="upper left")
 
 
 def rooflines(ax: Axes, intensity, attainable_flops: Mapping[str, Any],
