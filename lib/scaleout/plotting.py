@@ -9,17 +9,19 @@ one is installed (:class:`HumanFigure`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import (
     FuncFormatter,
     LogFormatterSciNotation,
     NullFormatter,
+    NullLocator,
     ScalarFormatter,
 )
 
@@ -28,9 +30,17 @@ from .memory import MemoryBreakdown
 from .plan import PART_WORDS as _PART_WORDS
 
 __all__ = [
+    "ALGORITHM_COLORS",
+    "ALGORITHM_LABELS",
+    "CHANNEL_COLORS",
+    "CHANNEL_LABELS",
     "FRAMEWORK_COLORS",
     "HOLDING_COLORS",
     "LINK_COLORS",
+    "LOAD_BALANCE_COLORS",
+    "LOAD_BALANCE_LABELS",
+    "MECHANISM_COLORS",
+    "MECHANISM_LABELS",
     "MEMORY_COLORS",
     "MEMORY_LABELS",
     "OTHER_LINK_COLORS",
@@ -41,28 +51,41 @@ __all__ = [
     "STEP_COLORS",
     "STEP_LABELS",
     "STEP_WORD_COLORS",
+    "STUDY_COLORS",
     "TIME_COLORS",
     "WALK_COLORS",
     "HumanFigure",
+    "activation_lines",
     "bubble_curves",
     "clos_diagram",
+    "collective_time_vs_gpus",
+    "collective_time_vs_size",
     "dp_timeline",
+    "ecmp_against_spraying",
     "expert_map",
+    "failure_rates",
+    "generation_cost_lines",
     "holding_bars_svg",
+    "incast_queue",
+    "incast_victim",
     "labelled_hbars",
     "link_colors",
+    "load_balance_lines",
     "memory_bars",
     "memory_bars_svg",
     "memory_gap",
     "new_figure",
+    "new_panels",
     "pipeline_gantt",
     "pipeline_gantt_svg",
     "plan_bars_svg",
     "ring_diagram",
+    "rooflines",
     "run_timeline",
     "scaling_lines",
     "stage_bars",
     "step_in_words",
+    "tp_sweep_lines",
     "validation_scatter",
     "walk_matches_svg",
 ]
@@ -137,6 +160,90 @@ def new_figure(width: float = 8.0, height: float = 3.2) -> tuple[Figure, Axes]:
     """
     fig = HumanFigure(figsize=(width, height))
     return fig, fig.add_subplot()
+
+
+def new_panels(n: int = 2, width: float = 11.0, height: float = 3.8) -> tuple[Figure, list[Axes]]:
+    """A pyplot-free figure with ``n`` axes side by side (:func:`new_figure`, in a row)."""
+    fig = HumanFigure(figsize=(width, height))
+    fig.subplots_adjust(wspace=0.3)  # room for the right panel's tick labels and axis title
+    return fig, [fig.add_subplot(1, n, i + 1) for i in range(n)]
+
+
+def _human_axis(axis: Axis, unit: str = "", *, binary: bool = False) -> None:
+    """Tick labels of ``axis`` as :func:`scaleout.formatting.axis_tick` writes them, with a
+    unit (``"1 ms"``, ``"64 GiB"``) and no labels on minor ticks."""
+    axis.set_major_formatter(FuncFormatter(formatting.axis_formatter(unit, binary=binary)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _powers_of_two(lo: float, hi: float, step: int) -> list[float]:
+    """Every ``step``-th power of two from ``lo`` to ``hi``: ticks of a byte or token axis."""
+    first, last = int(np.ceil(np.log2(lo))), int(np.floor(np.log2(hi)))
+    first = -(-first // step) * step
+    return [2.0**k for k in range(first, last + 1, step)]
+
+
+def _legend_outside(ax: Axes, fontsize: float = 8) -> None:
+    """The legend to the right of the axes, out of the data's way."""
+    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def _finish(ax: Axes, title: str = "", *, xlabel: str | None = None, ylabel: str | None = None,
+            legend: str | None = "outside", grid: str | None = "major",
+            fontsize: float = 8) -> None:
+    """The close every line chart shares: axis names, a light ``grid`` (``"major"``,
+    ``"both"`` or None), the legend (``"outside"``: :func:`_legend_outside`; else a matplotlib
+    location such as ``"lower right"``; None: none) and the title."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if grid:
+        ax.grid(True, which=grid, alpha=0.3)
+    if legend == "outside":
+        _legend_outside(ax, fontsize)
+    elif legend:
+        ax.legend(fontsize=fontsize, loc=legend)
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+def lines(ax: Axes, x, ys: Mapping[str, Any], *, xlabel: str, ylabel: str, title: str = "",
+          xscale: str = "linear", yscale: str = "linear", xbase: float = 10,
+          colors: Mapping[str, str] | None = None,
+          dashed: Collection[str] = (), marker: str | None = None,
+          hlines: Mapping[str, float] | None = None, mark_x: float | None = None,
+          mark_label: str = "", ylim: tuple[float, float] | None = None,
+          legend: str | None = "outside") -> None:
+    """One line per entry of ``ys`` (label -> values at ``x``), the notebooks' plain line chart.
+
+    Like d2l's ``plot``: a cell computes its curves with the library and hands them over in
+    one call. Lines named in ``colors`` take that colour (the rest matplotlib's cycle), those
+    in ``dashed`` are dashed; ``hlines`` (label -> y) are dashed black reference lines
+    (capacities, budgets) named in the legend; ``mark_x`` draws a dotted grey line at the
+    reader's setting with ``mark_label`` beside it. Axes are ``xscale``/``yscale`` (a log
+    x axis in powers of ``xbase``), with a light major grid and the legend ``"outside"`` (or
+    a matplotlib location, or None).
+    """
+    for label, y in ys.items():
+        ax.plot(x, y, marker=marker, markersize=4 if marker else None,
+                linestyle="--" if label in dashed else "-",
+                color=(colors or {}).get(label), label=label)
+    for label, y in (hlines or {}).items():
+        ax.axhline(y, color="black", linestyle="--", linewidth=1, label=label)
+    if mark_x is not None:
+        ax.axvline(mark_x, color="gray", linestyle=":", linewidth=1)
+        if mark_label:
+            ax.text(mark_x, 0.98, f" {mark_label}", transform=ax.get_xaxis_transform(),
+                    fontsize=9, va="top", color="#555555")
+    if xscale == "log":
+        ax.set_xscale("log", base=xbase)
+    else:
+        ax.set_xscale(xscale)
+    ax.set_yscale(yscale)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    _finish(ax, title, xlabel=xlabel, ylabel=ylabel, legend=legend)
 
 
 def memory_bars(ax: Axes, rows: dict[str, MemoryBreakdown], capacity_gib: float | None = None,
@@ -370,6 +477,136 @@ def dp_timeline(ax: Axes, timeline, title: str = "", label: str = "") -> None:
         ax.text(0.01, 0.97, label, transform=ax.transAxes, va="top", fontsize=10)
 
 
+def tp_sweep_lines(ax: Axes, sweeps: Mapping[str, Mapping[str, np.ndarray]], domain_gpus: int,
+                   *, share: bool = False, domain_label: str = "", title: str = "",
+                   colors: Mapping[str, str] | None = None) -> None:
+    """Tensor-parallel communication against the tensor-parallel size ``t``, one line per fabric.
+
+    ``sweeps`` maps a fabric's label to :func:`scaleout.tensor_parallel.tp_sweep` (arrays
+    ``t``, ``comm_s``, ``compute_s``, ``comm_fraction``). Drawn: seconds of all-reduces per
+    layer and micro-batch from ``t = 2`` (at ``t = 1`` there are none) with the first sweep's
+    compute per GPU dashed, on log-log axes; or, with ``share``, communication's share of
+    the layer (%). A dotted line marks ``domain_gpus``, the GPUs one scale-up domain holds,
+    labelled ``domain_label``. Colours follow :data:`LINK_COLORS` in order unless ``colors``
+    names them: list the scale-up fabric first, then InfiniBand, RoCE and TCP.
+    """
+    palette = dict(zip(sweeps, [*LINK_COLORS.values(), *OTHER_LINK_COLORS], strict=False))
+    palette.update(colors or {})
+    ts = [int(t) for t in next(iter(sweeps.values()))["t"]] if sweeps else []
+    for label, sw in sweeps.items():
+        t = np.asarray(sw["t"])
+        if share:
+            ax.plot(t, 100 * np.asarray(sw["comm_fraction"]), marker="o", color=palette[label],
+                    label=label)
+        else:
+            many = t > 1
+            ax.plot(t[many], np.asarray(sw["comm_s"])[many], marker="o", color=palette[label],
+                    label=label)
+    if sweeps and not share:
+        first = next(iter(sweeps.values()))
+        ax.plot(first["t"], first["compute_s"], color="black", linestyle="--",
+                label="compute per GPU")
+        ax.set_yscale("log")
+        _human_axis(ax.yaxis, "s")
+        ax.set_ylabel("time per layer per micro-batch")
+    else:
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("communication share of the layer (%)")
+    ax.axvline(domain_gpus, color="gray", linestyle=":", linewidth=1)
+    if domain_label:
+        ax.text(domain_gpus, 0.98, f" {domain_label}", transform=ax.get_xaxis_transform(),
+                fontsize=9, va="top", color="#555555")
+    ax.set_xscale("log")
+    ax.set_xticks(ts, [str(t) for t in ts])
+    ax.xaxis.set_minor_locator(NullLocator())
+    _finish(ax, title, xlabel="tensor-parallel size t")
+
+
+# =========================================================================== collectives
+# Figures of notebooks/07_all_reduce_cost: times in seconds, message sizes in bytes.
+
+#: One colour per all-reduce algorithm (:data:`scaleout.collectives.ALGORITHMS`), the same in
+#: the notebook's figures and its explorer.
+ALGORITHM_COLORS = {
+    "ring": "#1f77b4",
+    "tree": "#ff7f0e",
+    "halving_doubling": "#2ca02c",
+    "sharp": "#9467bd",
+}
+#: The algorithms in words, for menus, legends and tables.
+ALGORITHM_LABELS = {"ring": "ring", "tree": "double binary tree",
+                    "halving_doubling": "halving-doubling", "sharp": "SHARP (in-network)"}
+_OTHER_COLORS = ("#d62728", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+
+
+def _time_lines(ax: Axes, x, times_s: Mapping[str, Any],
+                colors: Mapping[str, str] | None) -> list[float]:
+    """One line per entry of ``times_s``: algorithms (:data:`ALGORITHM_COLORS` keys) in their
+    colour and words, the tree dashed so that halving-doubling stays visible under it;
+    other labels as given, in ``colors`` or a fixed cycle of those not given to another line.
+    Returns the smallest time drawn."""
+    taken = set((colors or {}).values())
+    extra = iter([c for c in _OTHER_COLORS if c not in taken] * 4)
+    lows = []
+    for key, t in times_s.items():
+        t = np.asarray(t, dtype=float)
+        color = (colors or {}).get(key) or ALGORITHM_COLORS.get(key) or next(extra)
+        tree = key == "tree"
+        ax.plot(x, t, color=color, linewidth=2, label=ALGORITHM_LABELS.get(key, key),
+                linestyle="--" if tree else "-", zorder=3 if tree else 2)
+        if np.any(t > 0):
+            lows.append(float(t[t > 0].min()))
+    return lows
+
+
+def collective_time_vs_size(ax: Axes, sizes_bytes, times_s: Mapping[str, Any], *,
+                            bound_s=None, bound_label: str = "bandwidth lower bound",
+                            crossover_bytes: float | None = None, title: str = "",
+                            colors: Mapping[str, str] | None = None) -> None:
+    """A collective's time against its message size, on log-log axes.
+
+    ``times_s`` maps an algorithm (``"ring"``, ``"tree"``, ...; drawn in its words) or any
+    label to seconds, one per size of ``sizes_bytes``; ``bound_s`` is the bandwidth lower
+    bound (dashed black, left out below the fastest algorithm); ``crossover_bytes`` marks
+    the ring's S*, where its latency and bandwidth terms are equal. Sizes are labelled in
+    binary units (1 KiB, 32 MiB), times with their unit (µs, ms, s).
+    """
+    sizes = np.asarray(sizes_bytes, dtype=float)
+    lows = _time_lines(ax, sizes, times_s, colors)
+    if bound_s is not None:
+        ax.plot(sizes, bound_s, "k--", linewidth=1.2, label=bound_label)
+    if crossover_bytes is not None and np.isfinite(crossover_bytes):
+        ring = ALGORITHM_COLORS["ring"]
+        ax.axvline(crossover_bytes, color=ring, linestyle=":", linewidth=1.5,
+                   label=f"ring crossover S* = {formatting.bytes_iec(crossover_bytes)}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    if sizes.size:
+        ax.set_xticks(_powers_of_two(sizes.min(), sizes.max(), 5))
+    _human_axis(ax.xaxis, binary=True)
+    _human_axis(ax.yaxis, "s")
+    if lows:
+        ax.set_ylim(bottom=min(lows) / 3)
+    _finish(ax, title, xlabel="message size S", ylabel="time")
+
+
+def collective_time_vs_gpus(ax: Axes, gpus, times_s: Mapping[str, Any], *,
+                            mark_gpus: int | None = None, title: str = "",
+                            colors: Mapping[str, str] | None = None) -> None:
+    """A collective's time against the number of GPUs, on log-log axes, one line per
+    algorithm of ``times_s`` (as :func:`collective_time_vs_size`); a dotted line marks
+    ``mark_gpus``, the job's size."""
+    _time_lines(ax, np.asarray(gpus, dtype=float), times_s, colors)
+    if mark_gpus is not None:
+        ax.axvline(mark_gpus, color="gray", linestyle=":")
+        ax.text(mark_gpus, 0.98, f" n = {formatting.count(mark_gpus)}", va="top", fontsize=9,
+                transform=ax.get_xaxis_transform())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _human_axis(ax.yaxis, "s")
+    _finish(ax, title, xlabel="GPUs n", ylabel="time")
+
+
 # =========================================================================== pipelines
 # Figures of notebooks/05_pipeline_parallelism. Every function takes a simulated
 # scaleout.pipeline.PipelineTimeline (or numbers computed by the library) and only draws.
@@ -480,12 +717,8 @@ def bubble_curves(ax: Axes, curves: dict[str, tuple[list[float], list[float]]],
     positive = any(f > 0 for _ms, fractions in curves.values() for f in fractions)
     if positive:  # one stage has no bubble at all: a log axis would have nothing to show
         ax.set_yscale("log")
-    ax.set_xlabel("micro-batches m (log scale)")
-    ax.set_ylabel("bubble / ideal time" + (" (log scale)" if positive else ""))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    if title:
-        ax.set_title(title, fontsize=11)
+    _finish(ax, title, xlabel="micro-batches m (log scale)",
+            ylabel="bubble / ideal time" + (" (log scale)" if positive else ""))
 
 
 def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str = "",
@@ -556,6 +789,122 @@ def clos_diagram(ax: Axes, graph, planes: int = 1, title: str = "") -> None:
         ax.set_title(title, fontsize=11)
 
 
+#: One colour per load-balancing scheme of :func:`scaleout.fabric.load_balance_sweep`, keyed
+#: as its arrays are, the same in the notebook's figures and its explorer.
+LOAD_BALANCE_COLORS = {"spray": "#2ca02c", "flowlet": "#17becf", "rr": "#9467bd",
+                       "ecmp": "#1f77b4", "ecmp_sync": "#d62728"}
+#: The schemes in words, for legends.
+LOAD_BALANCE_LABELS = {"spray": "adaptive packet spraying", "flowlet": "adaptive flowlets",
+                       "rr": "round-robin spraying", "ecmp": "ECMP, throughput",
+                       "ecmp_sync": "ECMP, collective (slowest flow)"}
+_PATH_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+
+
+def load_balance_lines(ax: Axes, flows: Sequence[int], utilisation: Mapping[str, Any],
+                       capacity: float | None = None, title: str = "") -> None:
+    """Utilisation of the paths against the number of large flows, one line per scheme.
+
+    ``utilisation`` maps a scheme key of :data:`LOAD_BALANCE_COLORS` (``"spray"``,
+    ``"ecmp_sync"``, ...) to one mean utilisation per entry of ``flows``: a row of
+    :func:`scaleout.fabric.load_balance_sweep`, drawn in the order of that map. ECMP, which
+    hashes whole flows, is dashed; ``capacity`` (the paths' mean speed, the ceiling of any
+    scheme) is a dotted line.
+    """
+    order = [k for k in LOAD_BALANCE_COLORS if k in utilisation]
+    for key in order + [k for k in utilisation if k not in LOAD_BALANCE_COLORS]:
+        ax.plot(flows, utilisation[key], "--" if key.startswith("ecmp") else "-", marker="o",
+                markersize=3, color=LOAD_BALANCE_COLORS.get(key, "#555555"),
+                label=LOAD_BALANCE_LABELS.get(key, key))
+    if capacity is not None:
+        ax.axhline(capacity, color="gray", linestyle=":", linewidth=1)
+        ax.text(flows[0], capacity, " the paths' mean speed", va="bottom", fontsize=8,
+                color="gray")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    _finish(ax, title, xlabel="large flows", ylabel="utilisation", legend="lower right")
+
+
+def ecmp_against_spraying(ax: Axes, flows: Sequence[int], paths: Sequence[int], ecmp_sync,
+                          spray, title: str = "") -> None:
+    """A collective's utilisation under ECMP (solid, with markers) against adaptive spraying
+    (dashed), one colour per number of paths: ``ecmp_sync`` and ``spray`` are arrays of shape
+    ``(len(paths), len(flows))`` from :func:`scaleout.fabric.load_balance_sweep`."""
+    for i, e in enumerate(paths):
+        color = _PATH_COLORS[i % len(_PATH_COLORS)]
+        ax.plot(flows, ecmp_sync[i], "o-", color=color, markersize=3,
+                label=f"ECMP, {formatting.plural(e, 'path')}")
+        ax.plot(flows, spray[i], "--", color=color, linewidth=1.2)
+    ax.plot([], [], "k--", linewidth=1.2, label="adaptive spraying (same colour)")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    _finish(ax, title, xlabel="large flows", ylabel="utilisation (a collective)",
+            legend="lower right")
+
+
+#: One label per congestion mechanism of :data:`scaleout.congestion.MECHANISMS`, and a colour
+#: per label, the same in the notebook's figures and its explorer.
+MECHANISM_LABELS = {"pfc": "PFC alone", "dcqcn": "ECN + DCQCN (+ PFC)",
+                    "credits": "receiver credits"}
+MECHANISM_COLORS = {"PFC alone": "#d62728", "ECN + DCQCN (+ PFC)": "#ff7f0e",
+                    "receiver credits": "#2ca02c"}
+
+
+def _incast_lines(ax: Axes, incast: Mapping[str, Any], attr: str) -> None:
+    for mechanism, r in incast.items():
+        label = MECHANISM_LABELS.get(mechanism, mechanism)
+        ax.plot(r.t_s, getattr(r, attr), color=MECHANISM_COLORS.get(label, "#555555"),
+                label=label, linewidth=1.2)
+    _human_axis(ax.xaxis, "s")
+    _human_axis(ax.yaxis, "B")
+    ax.set_xlabel("time")
+    ax.grid(True, alpha=0.3)
+
+
+def incast_queue(ax: Axes, incast: Mapping[str, Any], title: str = "") -> None:
+    """The receiver's queue over time, one line per mechanism, and the pause threshold.
+
+    ``incast`` maps a mechanism (``"pfc"``, ``"dcqcn"``, ``"credits"``) to its
+    :class:`scaleout.congestion.IncastResult`; the dotted line is their XOFF threshold.
+    """
+    _incast_lines(ax, incast, "queue_bytes")
+    xoff = {r.xoff_bytes for r in incast.values()}
+    if len(xoff) == 1:
+        ax.axhline(*xoff, color="gray", linestyle=":", linewidth=1)
+        ax.text(1.0, *xoff, "XOFF: pause ", transform=ax.get_yaxis_transform(), ha="right",
+                va="bottom", fontsize=8, color="#555555",
+                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
+    _finish(ax, title, ylabel="receiver's queue", legend="center right", grid=None)
+
+
+def incast_victim(ax: Axes, incast: Mapping[str, Any], title: str = "") -> None:
+    """The victim flow's data delivered over time, one line per mechanism (as
+    :func:`incast_queue`): where a line runs flat, the victim was paused."""
+    _incast_lines(ax, incast, "victim_delivered_bytes")
+    _finish(ax, title, ylabel="victim's data delivered", legend="lower right", grid=None)
+
+
+def generation_cost_lines(ax: Axes, ratios, new_cost, old_cost: float, *, new_label: str,
+                          old_label: str, forecast: tuple[float, float] | None = None,
+                          xlabel: str = "price of a new module over its old counterpart",
+                          title: str = "") -> None:
+    """The optics bill of a build on a new module generation against the price ratio of a new
+    module over its old counterpart (:func:`scaleout.optics.relative_cost_at_ratio`).
+
+    ``new_cost`` has one bill per ratio; ``old_cost`` is the old generation's bill, drawn
+    flat, and twice it (dashed: the same bandwidth, as the new modules carry twice as
+    much); ``forecast`` shades the expected range of the ratio.
+    """
+    ax.plot(ratios, new_cost, "o-", color="#d62728", label=new_label)
+    ax.axhline(old_cost, color="#1f77b4", label=old_label)
+    ax.axhline(2 * old_cost, color="#1f77b4", linestyle="--",
+               label="twice that: the same bandwidth")
+    if forecast is not None:
+        lo, hi = forecast
+        ax.axvspan(lo, hi, color="gray", alpha=0.15,
+                   label=f"the forecast, {formatting.sig(lo)}-{formatting.sig(hi)}")
+    _finish(ax, title, xlabel=xlabel, ylabel="optics, relative cost")
+
+
 # =========================================================================== the planner
 #: One colour per part of an iteration (scaleout.plan.STEP_PARTS), the same in every figure.
 STEP_COLORS = {
@@ -610,6 +959,32 @@ def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
         title="Where an iteration's time goes",
         highlight=labels[0] if labels else None, width=720, row_height=28)
     return svgchart.vstack([top, bottom])
+
+
+def relative_heatmap(ax: Axes, grid, rows: Sequence[Any], cols: Sequence[Any], *,
+                     xlabel: str, ylabel: str, title: str = "", vmax: float = 2.0,
+                     split_below: int | None = None, legend: str = "× best") -> None:
+    """Each cell of ``grid`` divided by the grid's smallest finite value, as a heat map.
+
+    The planner's step time per (tensor-parallel size, pipeline stages) in notebook 08:
+    ``grid[i, j]`` belongs to ``rows[i]`` and ``cols[j]``; NaN cells (nothing fits) stay
+    blank. Each filled cell prints its ratio (white on the dark half of the scale), the scale
+    runs from 1 (the best) to ``vmax`` with a colour bar named ``legend``, and a white line
+    below row ``split_below`` marks a boundary (e.g. the largest size inside a node).
+    """
+    grid = np.asarray(grid, dtype=float)
+    ratio = grid / np.nanmin(grid)
+    image = ax.imshow(ratio, cmap="viridis_r", vmin=1, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(cols)), [str(c) for c in cols])
+    ax.set_yticks(range(len(rows)), [str(r) for r in rows])
+    for (i, j), r in np.ndenumerate(ratio):
+        if np.isfinite(r):
+            ax.text(j, i, f"{r:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if r > (1 + vmax) / 2 else "black")
+    if split_below is not None:
+        ax.axhline(split_below + 0.5, color="white", lw=2)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.figure.colorbar(image, ax=ax, label=legend)
 
 
 def validation_scatter(ax: Axes, rows, title: str = "") -> None:
@@ -710,6 +1085,50 @@ def run_timeline(ax: Axes, timeline, start_s: float = 0.0, end_s: float | None =
         ax.set_title(title, fontsize=11)
 
 
+#: One colour per failure study of ``data/failures.toml`` (:func:`scaleout.reliability.studies`).
+STUDY_COLORS = {"llama3-405b": "#1f77b4", "meta-rsc1": "#2ca02c", "meta-rsc2": "#9467bd",
+                "opt-175b": "#8c564b", "alibaba-hpn": "#7f7f7f"}
+
+
+def failure_rates(ax: Axes, gpus, per_day: Mapping[str, Any], titles: Mapping[str, str], *,
+                  observed: Mapping[str, tuple[str, float, float]] | None = None,
+                  network_only: Collection[str] = (), mark_gpus: int | None = None,
+                  title: str = "") -> None:
+    """Failures per day against the GPUs of a job, one line per study, on log-log axes.
+
+    ``per_day`` maps a study name to failures a day at each entry of ``gpus``
+    (:func:`scaleout.reliability.failures_per_day`), ``titles`` a study name to its words for
+    the legend; studies in ``network_only`` count only network failures and are dashed.
+    ``observed`` maps a label to ``(study name, GPUs, failures a day)`` as a report states
+    them: a dot in the study's colour, labels alternately below right and above left so
+    that neighbouring dots keep their labels apart. Dotted lines mark one failure a day,
+    one an hour, and ``mark_gpus``.
+    """
+    extra = iter(_OTHER_COLORS * 4)
+    colors = {name: STUDY_COLORS.get(name) or next(extra) for name in per_day}
+    for name, rate in per_day.items():
+        dashed = name in network_only
+        ax.plot(gpus, rate, color=colors[name], linestyle="--" if dashed else "-", linewidth=2,
+                label=titles.get(name, name) + (" (network only)" if dashed else ""))
+    for i, (label, (name, n, rate)) in enumerate((observed or {}).items()):
+        ax.plot(n, rate, "o", color=colors.get(name, "black"), markersize=8,
+                markeredgecolor="black")
+        right = i % 2 == 0
+        ax.annotate(label, (n, rate), textcoords="offset points", fontsize=8,
+                    xytext=(8, -14) if right else (-8, 8), ha="left" if right else "right",
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
+                          "alpha": 0.85})
+    for reference, words in ((1, "one a day"), (24, "one an hour")):
+        ax.axhline(reference, color="gray", linestyle=":", linewidth=1)
+        ax.text(0.01, reference * 1.15, words, color="gray", fontsize=9,
+                transform=ax.get_yaxis_transform())
+    if mark_gpus is not None:
+        ax.axvline(mark_gpus, color="black", linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _finish(ax, title, xlabel="GPUs in the job", ylabel="failures per day", legend="lower right")
+
+
 # =========================================================================== experts and rings
 def expert_map(ax: Axes, placement: np.ndarray, choice: np.ndarray, gpus_per_node: int,
                source_gpu: int = 0, title: str = "") -> None:
@@ -782,5 +1201,86 @@ def ring_diagram(ax: Axes, schedule: np.ndarray, step: int = 1, title: str = "")
     ax.set_ylim(-1.3, 1.3)
     ax.set_aspect("equal")
     ax.set_axis_off()
+    if title:
+        ax.set_title(title, fontsize=11)
+
+
+# =========================================================================== long context
+# Figures of notebooks/14_long_context_and_precision.
+
+#: One colour per channel of :func:`scaleout.roofline.ridge_points`, the same in the notebook's
+#: figures and its explorer; and the channels in words.
+CHANNEL_COLORS = {"hbm": "#4c72b0", "scale-up": "#55a868", "scale-out": "#c44e52"}
+CHANNEL_LABELS = {"hbm": "HBM", "scale-up": "scale-up link", "scale-out": "network port"}
+
+
+def _token_tick(n: float, _pos: int = 0) -> str:
+    """A sequence length as people write it: 4096 → ``"4K"``, 2²⁰ → ``"1M"``, 3000 → ``"3k"``."""
+    if n >= 1 and float(n).is_integer() and int(n) % 1024 == 0:
+        k = int(n) // 1024
+        return f"{k // 1024}M" if k % 1024 == 0 else f"{k}K"
+    return formatting.axis_tick(n)
+
+
+def activation_lines(ax: Axes, seqs, bytes_per_gpu: Mapping[str, Any], *, capacity_bytes: float,
+                     capacity_label: str, reference: Mapping[str, Any] | None = None,
+                     title: str = "") -> None:
+    """Activation memory per GPU against the sequence length, on log-log axes.
+
+    ``bytes_per_gpu`` maps a label to bytes at each of ``seqs`` (lines with markers);
+    ``reference`` lines (e.g. attention scores stored) are dotted grey, and the dashed black
+    line is one GPU's memory, ``capacity_bytes``. Sequence lengths are labelled 4K ... 1M
+    (powers of two), memory in binary units (GiB, TiB).
+    """
+    drawn = [capacity_bytes]
+    for label, b in bytes_per_gpu.items():
+        ax.plot(seqs, b, "-", marker="o", label=label)
+        drawn.extend(np.ravel(b))
+    for label, b in (reference or {}).items():
+        ax.plot(seqs, b, ":", color="gray", label=label)
+        drawn.extend(np.ravel(b))
+    ax.axhline(capacity_bytes, color="black", ls="--", label=capacity_label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    lo, hi = min(drawn), max(drawn)
+    step = max(1, int(np.ceil(np.log2(hi / lo) / 6)))  # about six ticks: 4 GiB, 64 GiB, 1 TiB
+    ax.set_yticks(_powers_of_two(lo, hi, step))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_xticks(seqs)
+    ax.xaxis.set_major_formatter(FuncFormatter(_token_tick))
+    ax.xaxis.set_minor_locator(NullLocator())
+    _human_axis(ax.yaxis, binary=True)
+    _finish(ax, title, xlabel="sequence length (tokens)",
+            ylabel="activations per GPU\n(one micro-batch, all layers)", legend="upper left")
+
+
+def rooflines(ax: Axes, intensity, attainable_flops: Mapping[str, Any],
+              points: Sequence[tuple[str, float, float, str]], title: str = "") -> None:
+    """Rooflines of a GPU, one per channel, with the parts of a step placed on them.
+
+    ``attainable_flops`` maps a channel (``"hbm"``, ``"scale-up"``, ``"scale-out"``) to the
+    FLOP/s attainable at each ``intensity`` (FLOPs per byte of that channel;
+    :func:`scaleout.roofline.attainable_flops`); ``points`` are ``(name, intensity,
+    FLOP/s, channel)``, one per part of the step (:func:`scaleout.roofline.step_parts`),
+    drawn in their channel's colour and named. The y axis spans five decades below the peak.
+    """
+    for channel, flops in attainable_flops.items():
+        ax.plot(intensity, flops, color=CHANNEL_COLORS.get(channel, "#555555"),
+                label=CHANNEL_LABELS.get(channel, channel))
+    box = {"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8}
+    for i, (name, x, y, channel) in enumerate(points):
+        ax.scatter([x], [y], color=CHANNEL_COLORS.get(channel, "#555555"), edgecolor="black",
+                   zorder=3)
+        ax.annotate(name, (x, y), xytext=(4, (-13, 7, -25)[i % 3]), textcoords="offset points",
+                    fontsize=8, bbox=box, zorder=4)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    peak = max((float(np.max(f)) for f in attainable_flops.values()), default=1.0)
+    ax.set_ylim(peak / 1e5, peak * 4)
+    _human_axis(ax.yaxis, "FLOP/s")
+    ax.set_xlabel("FLOPs per byte of the channel")
+    ax.set_ylabel("attainable compute")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=9)
     if title:
         ax.set_title(title, fontsize=11)

@@ -1,11 +1,11 @@
 """scaleout.catalog: every entry loads with its source; bad files fail naming file, entry, field."""
 
 import dataclasses
-import textwrap
 
 import pytest
 from scaleout import catalog
 from scaleout.catalog import GPU, ModelSpec, load_entries
+from support import write_toml
 
 REQUIRED_GPUS = ["A100 40GB", "A100 80GB", "H100 SXM", "H200", "B200", "GB200", "MI300X"]
 REQUIRED_MODELS = ["gpt3-175b", "megatron-1t", "llama3-8b", "llama3-70b", "llama3-405b"]
@@ -89,9 +89,7 @@ source = "a datasheet"
 
 
 def _write(tmp_path, text):
-    path = tmp_path / "gpus.toml"
-    path.write_text(textwrap.dedent(text))
-    return path
+    return write_toml(tmp_path, "gpus.toml", text)
 
 
 def test_good_file_loads(tmp_path):

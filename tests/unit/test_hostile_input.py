@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 import shutil
-import signal
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+import support
 from scaleout import (
     catalog,
     checks,
@@ -36,18 +35,8 @@ from scaleout import (
 GUARD_S = 10.0
 
 
-@contextmanager
 def hang_guard(seconds: float = GUARD_S):
-    def _alarm(_signum, _frame):
-        raise TimeoutError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return support.hang_guard(seconds)
 
 
 def refused(call, pattern: str) -> None:

@@ -1,13 +1,13 @@
 """scaleout.optics: catalog arithmetic, reach, lanes and fibres, the fabric bill, bad input."""
 
 import dataclasses
-import textwrap
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 from scaleout import optics as O
 from scaleout import units
+from support import write_toml
 
 
 @dataclass(frozen=True)
@@ -417,9 +417,7 @@ source = "a paper"
 
 
 def _write(tmp_path, text):
-    path = tmp_path / "optics.toml"
-    path.write_text(textwrap.dedent(text))
-    return path
+    return write_toml(tmp_path, "optics.toml", text)
 
 
 def test_good_file_loads(tmp_path):

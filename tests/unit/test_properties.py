@@ -21,13 +21,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import signal
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import pytest
+import support
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scaleout import (
@@ -62,18 +61,8 @@ class Hang(Exception):
     """A call ran past the guard's time."""
 
 
-@contextmanager
 def hang_guard(seconds: float = HANG_S):
-    def _alarm(_signum, _frame):
-        raise Hang(f"call still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return support.hang_guard(seconds, Hang)
 
 
 # --------------------------------------------------------------------------- value strategies

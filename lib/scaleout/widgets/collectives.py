@@ -19,21 +19,12 @@ import numpy as np
 
 from .. import calibration, catalog, collectives, svgchart
 from .. import formatting as fmt
+from ..plotting import ALGORITHM_COLORS, ALGORITHM_LABELS  # one colour and name per algorithm
 from ..render import html_table
 from .common import Explorer
 
 __all__ = ["ALGORITHM_COLORS", "ALGORITHM_LABELS", "FIT_PREFIX", "CollectiveExplorer", "size_text"]
 
-#: One colour per algorithm, the same in the notebook's figures.
-ALGORITHM_COLORS = {
-    "ring": "#1f77b4",
-    "tree": "#ff7f0e",
-    "halving_doubling": "#2ca02c",
-    "sharp": "#9467bd",
-}
-#: The algorithms and collectives in words, for menus, legends and tables.
-ALGORITHM_LABELS = {"ring": "ring", "tree": "double binary tree",
-                    "halving_doubling": "halving-doubling", "sharp": "SHARP (in-network)"}
 _BOUND_COLOR = "#555555"
 _BOUND = "bandwidth lower bound"
 _LINK_LINE = "link bandwidth B"

@@ -12,6 +12,7 @@ import ipywidgets as W
 import numpy as np
 
 from .. import congestion, svgchart
+from ..plotting import MECHANISM_COLORS, MECHANISM_LABELS  # one label and colour per mechanism
 from ..render import html_table
 from .common import Explorer
 
@@ -20,11 +21,6 @@ __all__ = ["LINK_SPEEDS_GBPS", "MECHANISM_COLORS", "MECHANISM_LABELS", "MECHANIS
 
 #: Port speeds offered, Gb/s.
 LINK_SPEEDS_GBPS = (100, 200, 400, 800)
-#: One label and colour per mechanism of :data:`scaleout.congestion.MECHANISMS`.
-MECHANISM_LABELS = {"pfc": "PFC alone", "dcqcn": "ECN + DCQCN (+ PFC)",
-                    "credits": "receiver credits"}
-MECHANISM_COLORS = {"PFC alone": "#d62728", "ECN + DCQCN (+ PFC)": "#ff7f0e",
-                    "receiver credits": "#2ca02c"}
 #: Column headings of the readout.
 MECHANISM_SHORT = {"pfc": "PFC", "dcqcn": "DCQCN", "credits": "credits"}
 _WIDE = {"style": {"description_width": "110px"}, "layout": W.Layout(width="300px")}

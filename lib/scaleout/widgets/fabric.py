@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import fabric, svgchart
 from .. import formatting as fmt
+from ..plotting import LOAD_BALANCE_COLORS
 from ..render import html_table
 from .common import Explorer
 
@@ -141,11 +142,11 @@ class LoadBalanceExplorer(Explorer):
     FLOWLETS = (8, 16, 32, 64, 128, 256, 1024)
     #: Scheme → (key of the sweep, colour), in the legend's order.
     SCHEMES: ClassVar[dict[str, tuple[str, str]]] = {
-        "adaptive packet spraying": ("spray", "#2ca02c"),
-        "adaptive flowlets": ("flowlet", "#17becf"),
-        "round-robin spraying": ("rr", "#9467bd"),
-        "ECMP, throughput": ("ecmp", "#1f77b4"),
-        "ECMP, collective": ("ecmp_sync", "#d62728")}
+        "adaptive packet spraying": ("spray", LOAD_BALANCE_COLORS["spray"]),
+        "adaptive flowlets": ("flowlet", LOAD_BALANCE_COLORS["flowlet"]),
+        "round-robin spraying": ("rr", LOAD_BALANCE_COLORS["rr"]),
+        "ECMP, throughput": ("ecmp", LOAD_BALANCE_COLORS["ecmp"]),
+        "ECMP, collective": ("ecmp_sync", LOAD_BALANCE_COLORS["ecmp_sync"])}
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         slider = {"continuous_update": False, **_WIDE}

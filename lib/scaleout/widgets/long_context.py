@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import catalog, compute, memory, roofline, svgchart
 from .. import context_parallel as cpar
+from ..plotting import CHANNEL_COLORS
 from ..units import GIB
 from .common import Explorer
 
@@ -132,8 +133,8 @@ class ContextExplorer(Explorer):
         return _table(rows)
 
 
-_CHANNEL_COLORS = {"HBM": "#4c72b0", "scale-up": "#55a868", "scale-out": "#c44e52"}
 _CHANNEL_NAME = {"hbm": "HBM", "scale-up": "scale-up", "scale-out": "scale-out"}
+_CHANNEL_COLORS = {_CHANNEL_NAME[c]: color for c, color in CHANNEL_COLORS.items()}
 
 
 class RooflineExplorer(Explorer):

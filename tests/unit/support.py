@@ -1,0 +1,33 @@
+"""Helpers shared by the unit tests (imported as ``support``; pytest puts this folder on the
+import path, as it does for every test folder without an ``__init__.py``)."""
+
+from __future__ import annotations
+
+import signal
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def hang_guard(seconds: float, error: type[Exception] = TimeoutError) -> Iterator[None]:
+    """Raise ``error`` in the block once it has run ``seconds`` (a SIGALRM timer, not a timing
+    assertion): a call that loops fails instead of stalling the suite."""
+    def _alarm(_signum, _frame):
+        raise error(f"call still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def write_toml(folder: Path, name: str, text: str) -> Path:
+    """``text`` (dedented) written to ``folder / name``: a catalog file for a loader test."""
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
