@@ -78,3 +78,17 @@ def test_typed_number_boxes_show_four_significant_figures():
 
     e = CheckpointExplorer(restart_min=10.547349562026666)
     assert e.controls["restart_min"].value == 10.55
+
+
+def test_paragraphs_wrap_between_words_one_per_line_escaped():
+    from scaleout import plan
+    from scaleout.render import paragraphs
+
+    assert paragraphs("a <b> & c\n\n  d  \n") == (
+        '<p class="so-lines">a &lt;b&gt; &amp; c</p><p class="so-lines">d</p>')
+    text = plan.explain(plan.search("gpt3-175b", "A100-SXM4-80GB", 1024, global_batch=1536), k=2)
+    out = paragraphs(text)
+    assert out.count("<p") == len([line for line in text.splitlines() if line.strip()])
+    assert "<pre" not in out
+    with pytest.raises(TypeError, match="text must be a str"):
+        paragraphs(None)

@@ -3,6 +3,7 @@
 ==========  ==========================================================
 ``table``   :func:`html_table`, the workbook's HTML table (escaped cells,
             numbers formatted by :mod:`scaleout.formatting`)
+``text``    :func:`paragraphs`, multi-line explanations as HTML paragraphs
 ==========  ==========================================================
 
 Figures are drawn by :mod:`scaleout.plotting` (matplotlib and SVG figures) and
@@ -12,5 +13,6 @@ Figures are drawn by :mod:`scaleout.plotting` (matplotlib and SVG figures) and
 from __future__ import annotations
 
 from .table import html_table
+from .text import paragraphs
 
-__all__ = ["html_table"]
+__all__ = ["html_table", "paragraphs"]

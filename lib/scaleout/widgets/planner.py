@@ -19,8 +19,8 @@ import ipywidgets as W
 
 from .. import catalog, plan, plotting, units
 from .. import formatting as fmt
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = ["CUSTOM", "GPU_COUNTS", "USUAL", "PlannerExplorer"]
 

@@ -20,7 +20,7 @@ from typing import Any
 import ipywidgets as W
 
 from .. import catalog, formatting, glossary, memory, plotting, scaling, units
-from ..render import html_table  # the planner and synthesis explorers import it from here
+from ..render import html_table
 from .common import Explorer
 
 __all__ = ["GlossaryExplorer", "ScaleUpExplorer"]

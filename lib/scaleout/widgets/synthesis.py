@@ -18,8 +18,8 @@ import ipywidgets as W
 
 from .. import catalog, optics, plan, plotting, svgchart, synthesis
 from .. import formatting as fmt
+from ..render import html_table
 from .common import Explorer
-from .scale_up import html_table
 
 __all__ = ["COMPARED_SIZES", "DOMAIN_MENU", "DomainExplorer"]
 
