@@ -204,6 +204,8 @@ class Context:
     attention_per_token: float = 0.0
     fp8_share: float = 0.0
     fp8_flops: float = 0.0
+    bf16_achievable: float = 1.0
+    fp8_achievable: float = 1.0
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
@@ -241,7 +243,8 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
                    parts, memory.layer_tensors(m), fixed, experts_of(m),
                    parts["layers"] / m.n_layers if not m.is_moe else active / m.n_layers,
                    float(compute.attention_flops_per_token(m, s)) / m.n_layers,
-                   fp8_share, fp8_flops)
+                   fp8_share, fp8_flops, cal.achievable_ratio(g, "bf16"),
+                   cal.achievable_ratio(g, "fp8") if rec.fp8 else 1.0)
 
 
 @dataclass(frozen=True)
@@ -294,7 +297,7 @@ def _matmul_rate(ctx: Context, x: _Shape) -> np.ndarray:
     """FLOP/s of the sharded matrix multiplies at BF16: ``η(min(h/tp, b s/cp)) × peak``, on
     the SMs the framework leaves to computation (:attr:`Framework.comm_sm_share`)."""
     rate = (ctx.calibration.matmul_efficiency(np.minimum(ctx.model.hidden / x.tp, x.tokens))
-            * ctx.gpu.bf16_dense_flops)
+            * ctx.gpu.bf16_dense_flops * ctx.bf16_achievable)
     if ctx.framework.comm_sm_share:
         rate = rate * (1 - ctx.framework.comm_sm_share)
     return rate
@@ -320,7 +323,8 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     hbm = g.hbm_gbytes_s * 1e9
     mem_s = cal.nonmatmul_traffic * stored / hbm  # forward + backward, one layer
     if ctx.fp8_share:
-        fp8_rate = rate * (ctx.fp8_flops / g.bf16_dense_flops)
+        fp8_rate = rate * (ctx.fp8_flops * ctx.fp8_achievable
+                           / (g.bf16_dense_flops * ctx.bf16_achievable))
         gemm = dense / x.tp * (ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate)
     else:
         gemm = dense / x.tp / rate
