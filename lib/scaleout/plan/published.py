@@ -230,9 +230,10 @@ def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
 
 
 #: Megatron Bridge's precision columns as recipes: BF16 as the other sources' 16-bit recipe,
-#: FP8 with current scaling as Transformer Engine's per-tensor FP8, MXFP8 (Blackwell's 1x32
-#: block scales) at the same FP8 peak and bytes (its scales, one byte per 32 values, left out).
-_BRIDGE_RECIPES = {"BF16": "mixed-adam", "FP8-CS": "fp8-te", "FP8-MX": "fp8-te"}
+#: FP8 with current scaling as Transformer Engine's per-tensor current scaling (an amax pass
+#: before each cast), MXFP8 (Blackwell's 1x32 block scales) at the same FP8 peak, its scales
+#: counted in the casts (one byte per 32 values) and left out of the stored activations.
+_BRIDGE_RECIPES = {"BF16": "mixed-adam", "FP8-CS": "fp8-te-cs", "FP8-MX": "fp8-te-mx"}
 
 
 def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
@@ -260,7 +261,7 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
                     ep=run.get("ep", 1))
         extra = []
         if run["precision"] == "FP8-MX":
-            extra.append("MXFP8 priced as FP8 (same peak and bytes)")
+            extra.append("MXFP8 at the FP8 peak; its block scales in the casts only")
         if m.is_moe:
             extra += ["force-balanced, dropless routing", "expert tensor parallelism 1",
                       "no all-to-all overlap (Megatron-Core's default)"]

@@ -206,6 +206,7 @@ class Context:
     fp8_flops: float = 0.0
     bf16_achievable: float = 1.0
     fp8_achievable: float = 1.0
+    quantize_bytes_per_token: float = 0.0
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
@@ -244,7 +245,8 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
                    parts["layers"] / m.n_layers if not m.is_moe else active / m.n_layers,
                    float(compute.attention_flops_per_token(m, s)) / m.n_layers,
                    fp8_share, fp8_flops, cal.achievable_ratio(g, "bf16"),
-                   cal.achievable_ratio(g, "fp8") if rec.fp8 else 1.0)
+                   cal.achievable_ratio(g, "fp8") if rec.fp8 else 1.0,
+                   rec.quantize_bytes * sum(compute.linear_io_per_token(m).values()))
 
 
 @dataclass(frozen=True)
@@ -322,6 +324,8 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     stored = _activations_per_layer(ctx, x, 0, ACTIVATION_BYTES)
     hbm = g.hbm_gbytes_s * 1e9
     mem_s = cal.nonmatmul_traffic * stored / hbm  # forward + backward, one layer
+    # an FP8 recipe's casts: every Linear input (forward) and output gradient (backward)
+    mem_s = mem_s + ctx.quantize_bytes_per_token * x.tokens / x.tp / hbm
     if ctx.fp8_share:
         fp8_rate = rate * (ctx.fp8_flops * ctx.fp8_achievable
                            / (g.bf16_dense_flops * ctx.bf16_achievable))
