@@ -36,9 +36,9 @@ from .layout import RECOMPUTE_MODES
 from .units import GIB
 
 __all__ = [
+    "FP8_QUANTIZE_BYTES",
     "FP8_TILE_BYTES",
     "MATMUL_FORMATS",
-    "FP8_QUANTIZE_BYTES",
     "RECIPES",
     "RECOMPUTE_MODES",
     "MemoryBreakdown",
@@ -298,7 +298,7 @@ FP8_TILE_BYTES = 1 + 4 / 128
 #:   Engine ``DelayedScaling``; ``nvte_cast_transpose``).
 #: * ``"current"``: the amax of this very tensor first, in a pass of its own, then the
 #:   cast: read 2 + 2, write 1 + 1 (Transformer Engine ``Float8CurrentScalingQuantizer::
-#:   quantize_impl``, transformer_engine/pytorch/csrc/quantizer.cpp at d0067d0: 
+#:   quantize_impl``, transformer_engine/pytorch/csrc/quantizer.cpp at d0067d0:
 #:   ``nvte_compute_amax_with_config``, then ``nvte_compute_scale_from_amax``, then
 #:   ``nvte_quantize_v2``).
 #: * ``"mxfp8"``: 1x32 blocks, the amax of each block found by the cast itself, one E8M0

@@ -12,6 +12,21 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   thin shards run slower); memory-bound work as ``κ`` times the stored activation bytes (at
   16 bits, whatever the recipe) at HBM bandwidth; recomputation (Korthikanti et al. 2022
   Sec. 5).
+* **The GPU's achievable matmul rate**: ``η`` was fitted on A100s
+  (:attr:`Calibration.reference_gpu`); on another GPU, and in FP8, it is scaled by the ratio
+  of the measured maximum achievable matmul FLOP/s over the datasheet peak, that GPU's in
+  that format over the A100's in BF16 (:meth:`Calibration.achievable_ratio`; the MAMF
+  table of stas00/ml-engineering, ``mamf_*_tflops`` in ``data/gpus.toml``): an H100
+  reaches 80% of its BF16 peak and 71% of its FP8 peak where an A100 reaches 87% of its
+  BF16 one, so FP8 is 1.77x BF16 there, not the datasheet's 2x.
+* **FP8 casts** (:attr:`scaleout.memory.PrecisionRecipe.quantize_bytes`): every Linear
+  input is quantized in the forward pass and every Linear output's gradient in the
+  backward pass (:func:`scaleout.compute.linear_io_per_token`), memory-bound kernels a
+  16-bit run does not have: the BF16 tensor read, its row- and column-wise FP8 copies
+  written, plus an amax pass under current scaling (Transformer Engine's
+  ``Float8CurrentScalingQuantizer``), MXFP8's block scales, DeepSeek-V3's tile
+  transposition (:data:`scaleout.memory.FP8_QUANTIZE_BYTES`), at HBM bandwidth. The
+  weights' casts, once per step, are left out.
 * **Tensor-parallel communication**: four all-reduces of ``2bsh`` bytes per layer per
   micro-batch (six with full recomputation; Narayanan et al. 2021 Sec. 3.3, Korthikanti
   Sec. 4.2.2); exposed, or only beyond the GEMMs they are pipelined with
@@ -37,7 +52,10 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   groups. Each call costs what NCCL's model predicts (:mod:`scaleout.nccl`), its latency
   included: a flat ring over many GPUs pays it at every step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
-* **Mixtures of experts** (:mod:`scaleout.moe`): FLOPs from the *active* parameters
+* **Mixtures of experts** (:mod:`scaleout.moe`): the token permutation, the SwiGLU on the
+  ``k`` routed copies and the router's softmax are memory-bound work counted by ``κ`` times
+  the stored activations, which hold the ``k`` routed copies and the routed MLPs' widths
+  (nothing is added for them). FLOPs from the *active* parameters
   (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
