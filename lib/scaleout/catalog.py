@@ -246,6 +246,10 @@ class ModelSpec(Entry):
     max_nodes_per_token: int | None = field_of(
         "nodes", "node-limited routing: a token's routed experts lie on at most this many "
         "nodes (DeepSeek-V3: 4); None: no limit", default=None)
+    mtp_layers: int = field_of(
+        "modules", "multi-token-prediction modules trained with the model (DeepSeek-V3: 1; "
+        "each a transformer layer, a 2h x h projection and a pass through the shared output "
+        "layer); not in the parameter counts", default=0, allow_zero=True)
     params_active_published: float | None = field_of(
         "parameters", "parameters per token (activated) stated by the source", default=None)
 

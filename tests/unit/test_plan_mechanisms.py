@@ -112,3 +112,49 @@ def test_bridge_precisions_are_read_as_their_recipes():
     assert by["llama3-8b FP8-CS on 8 × B200"] == "fp8-te-cs"
     assert by["qwen3-30b-a3b FP8-MX on 8 × B200"] == "fp8-te-mx"
     assert by["deepseek-v3 on 256 × GB200"] == "mixed-adam"
+
+
+def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
+    """DeepSeek-V3 trains one MTP module (report Sec. 4.2): on its stated layout (PP16 under
+    DualPipe, 61 layers) the last stage takes a transformer layer, a 2h x h projection and a
+    second pass through the output layer more. The DualPipe-aware split keeps 4 layers on
+    each of the first 15 stages and 1 on the last, whose pace (GPU 0 runs stages 0 and 15)
+    is then the mean of the two; the 1F1B split would put 5 on each middle stage."""
+    case = next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
+    m = case.model
+    assert m.mtp_layers == 1
+    without = replace(m, mtp_layers=0)
+    p = case.plan
+
+    def run(model, framework=case.framework):
+        ctx = step.context(model, case.gpu, case.network, None, case.recipe, p.seq_len,
+                           p.global_batch, framework)
+        a = {k: np.array([v]) for k, v in dict(
+            tp=p.tp, pp=p.pp, dp=p.dp, micro_batch=1, interleave=1, zero_stage=1, rc=1,
+            sp=False, flash=True, cp=1, ep=p.ep).items()}
+        x = step._shape(ctx, a)
+        return step.iteration(ctx, a, True), step.compute_parts(ctx, x)
+
+    (out, comp), (out0, comp0) = run(m), run(without)
+    per_layer = 3 * comp["layer_forward_s"] + comp["layer_recompute_s"]
+    h = m.hidden
+    proj = 3 * compute.forward_flops(comp["head_s"] * 0 + 4096.0, 2.0 * h * h, 0, h, 4096)
+    assert comp["head_s"] > 2 * comp0["head_s"]  # the output layer twice, and the projection
+    assert comp["head_s"] - 2 * comp0["head_s"] == pytest.approx(
+        proj / (3 * compute.forward_flops(4096.0, m.vocab * h, 0, h, 4096)) * comp0["head_s"],
+        rel=1e-9)
+    assert (out["first_layers"][0], out["last_layers"][0]) == (4, 1)
+    assert (out0["first_layers"][0], out0["last_layers"][0]) == (4, 1)
+    one_f1b = replace(plan.framework(case.framework), pipeline_schedule="1f1b")
+    assert run(m, one_f1b)[0]["first_layers"][0] == 5
+    # the pace: the mean of stage 0 (4 layers) and stage 15 (1 layer, the output layer,
+    # the MTP module's layer and the rest of it), above a middle GPU's 4 layers
+    pace = (4 * per_layer + per_layer + comp["head_s"] + per_layer) / 2
+    steady = out["step_s"] - out["bubble_s"] - out["p2p_s"] - out["dp_comm_s"] - out[
+        "optimizer_s"]
+    assert steady == pytest.approx(out["micro_batches"] * pace, rel=1e-9)
+    # a Bridge row "w/o MTP" is the model without it
+    bridge = {c.label: c for c in plan.published.cases()[0]
+              if c.source == "megatron_bridge_perf_2511"}
+    assert bridge["deepseek-v3 on 256 × GB200"].model.mtp_layers == 0
+    assert bridge["deepseek-v3 FP8-MX on 256 × B200"].model.mtp_layers == 1

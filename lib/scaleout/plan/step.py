@@ -76,6 +76,11 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   (:func:`scaleout.compute.matmul_peak_flops`), the rest at the BF16 peak; the recipe's bytes
   for weights, gradients, optimizer state, stored Linear inputs, communicated activations,
   the all-to-all and the gradient reduction and weight gather.
+* **Multi-token prediction** (:attr:`scaleout.catalog.ModelSpec.mtp_layers`; DeepSeek-V3
+  Sec. 2.2): each module is one more transformer layer (with its all-to-alls where the
+  model's last layer is MoE), a ``2h × h`` projection and one more pass through the shared
+  output layer, all on the last stage with the output layer, which the stage split then
+  balances. Their memory (14B parameters for DeepSeek-V3) is not counted.
 * **DualPipe** (:attr:`Framework.pipeline_schedule`, DeepSeek-V3 Sec. 3.2.1): each GPU holds
   stages ``i`` and ``pp - 1 - i`` (two stages' parameters, ``pp + 1`` micro-batches of
   activations) and runs half the micro-batches through each, so its pace is their mean; the
@@ -356,6 +361,9 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
                          / hbm / 3)
     rec_layer = np.where(x.rc == 2, fwd_layer, np.where(x.rc == 1, selective, 0.0))
     head_s = 3 * head / x.tp / rate  # forward + backward of the output layer, last stage
+    if m.mtp_layers:  # each MTP module passes through the output layer again, after a 2h x h
+        proj = compute.forward_flops(x.tokens, 2.0 * h * h, 0, h, s)  # projection
+        head_s = head_s * (1 + m.mtp_layers) + 3 * m.mtp_layers * proj / x.tp / rate
     return {"layer_forward_s": fwd_layer, "layer_gemm_s": gemm, "layer_recompute_s": rec_layer,
             "head_s": head_s}
 
@@ -461,7 +469,9 @@ def stage_split(ctx: Context, x: _Shape, per_layer: np.ndarray, head_s: np.ndarr
     the output layer, the other ``pp - 1`` stages share the rest as evenly as whole layers
     allow (at most ``k = ceil((l - L)/(pp - 1))`` each), ``L`` chosen to make the busiest
     stage fastest (it may be 0: the last stage then runs the output layer alone, as Llama 3's
-    last chunk does). One stage (``pp = 1``) holds everything.
+    last chunk does). Under DualPipe, where GPU 0 runs the first and the last stage and the
+    others two middle ones (:func:`busiest_gpu`), ``L`` makes the slower of those paces
+    fastest instead. One stage (``pp = 1``) holds everything.
     """
     l = ctx.model.n_layers
     pp = x.pp.astype(float)
@@ -472,10 +482,15 @@ def stage_split(ctx: Context, x: _Shape, per_layer: np.ndarray, head_s: np.ndarr
     balance = (l - (pp - 1) * ratio) / pp  # the real L at which both sides take equally long
     best_l = np.full(pp.shape, np.nan)
     best_t = np.full(pp.shape, np.inf)
-    for shift in (-1, 0, 1, 2):
+    dual = ctx.framework.pipeline_schedule == "dualpipe"
+    for shift in ((-3, -2, -1, 0, 1, 2) if dual else (-1, 0, 1, 2)):
         last = np.clip(np.floor(balance) + shift, 0, np.maximum(l - (pp - 1), 0))
         k = np.ceil((l - last) / others)
-        t = np.maximum(k * per_layer, last * per_layer + head_s)
+        if dual:  # GPU 0's pair of stages, or a middle GPU's two (from four stages on)
+            t = np.maximum(np.where(pp >= 4, k * per_layer, 0.0),
+                           (k * per_layer + last * per_layer + head_s) / 2)
+        else:
+            t = np.maximum(k * per_layer, last * per_layer + head_s)
         better = t < best_t
         best_l = np.where(better, last, best_l)
         best_t = np.where(better, t, best_t)
@@ -909,6 +924,11 @@ def iteration(ctx: Context, a: dict[str, np.ndarray], uneven: bool = False
                  + comm["layer_tp_comm_s"] + comm["layer_cp_comm_s"])
     share = 0.0 if ctx.experts is None else ctx.experts.moe_share
     balance = per_layer + share * comm["layer_ep_comm_s"]  # an average layer, to split stages
+    m = ctx.model
+    if m.mtp_layers:  # the MTP modules' transformer layers run on the last stage
+        last_moe = m.layer_is_moe(m.n_layers - 1)
+        comp = {**comp, "head_s": comp["head_s"] + m.mtp_layers * (
+            per_layer + (comm["layer_ep_comm_s"] if last_moe else 0.0))}
     st = stage_split(ctx, x, balance, comp["head_s"], uneven)
     busy = busiest_gpu(ctx, x, st, per_layer, comm["layer_ep_comm_s"], comp["head_s"])
     mem = memory_parts(ctx, x, st)
