@@ -40,7 +40,9 @@ def _validate(_: argparse.Namespace) -> int:
     print(plan.validation_table())
     cal = plan.DEFAULT_CALIBRATION
     print(f"One calibration for every case: matrix-multiply efficiency {cal.gemm_efficiency:g} "
-          f"(half at dimension {cal.gemm_half_dim:g}), memory-bound traffic "
+          f"(half at dimension {cal.gemm_half_dim:g}) on the {cal.reference_gpu}, scaled on "
+          "other GPUs and in FP8 by their measured maximum achievable matmul rate "
+          "(data/gpus.toml mamf_*_tflops), memory-bound traffic "
           f"{cal.nonmatmul_traffic:g}x the stored activations, collectives at "
           f"{cal.collective_efficiency:.0%} of line rate; {cal.source}. Each run is predicted "
           "with the framework preset that ran it (scaleout.plan.frameworks).")

@@ -118,6 +118,12 @@ class GPU(Entry):
         "", "network port per GPU in the usual server, a name in links.toml; None if not "
         "recorded", default=None
     )
+    mamf_bf16_tflops: float | None = field_of(
+        "TFLOP/s", "maximum achievable BF16 matmul rate, measured (MAMF); None if unpublished",
+        default=None)
+    mamf_fp8_tflops: float | None = field_of(
+        "TFLOP/s", "maximum achievable FP8 matmul rate, measured (MAMF); None if unpublished",
+        default=None)
     architecture: str = field_of("", "GPU architecture (NVIDIA Volta, Ampere, Hopper, "
                                  "Blackwell; AMD CDNA 3): which of NCCL's tuning constants "
                                  "apply", default="", choices=("", *GPU_ARCHITECTURES))
@@ -133,6 +139,20 @@ class GPU(Entry):
     def bf16_dense_flops(self) -> float:
         """Peak dense BF16 FLOP/s."""
         return self.bf16_dense_tflops * 1e12
+
+    def achievable_share(self, fmt: str = "bf16") -> float | None:
+        """The measured maximum achievable matmul rate over the datasheet's peak in ``fmt``
+        (``"bf16"`` or ``"fp8"``), or None where no measurement is recorded (MAMF,
+        stas00/ml-engineering's comparison table: ``mamf_*_tflops / *_dense_tflops``)."""
+        if fmt == "fp8":
+            if self.mamf_fp8_tflops is None or self.fp8_dense_tflops is None:
+                return None
+            return self.mamf_fp8_tflops / self.fp8_dense_tflops
+        if fmt != "bf16":
+            raise ValueError(f"fmt must be 'bf16' or 'fp8', got {fmt!r}")
+        if self.mamf_bf16_tflops is None:
+            return None
+        return self.mamf_bf16_tflops / self.bf16_dense_tflops
 
 
 @dataclass(frozen=True)
@@ -226,6 +246,10 @@ class ModelSpec(Entry):
     max_nodes_per_token: int | None = field_of(
         "nodes", "node-limited routing: a token's routed experts lie on at most this many "
         "nodes (DeepSeek-V3: 4); None: no limit", default=None)
+    mtp_layers: int = field_of(
+        "modules", "multi-token-prediction modules trained with the model (DeepSeek-V3: 1; "
+        "each a transformer layer, a 2h x h projection and a pass through the shared output "
+        "layer); not in the parameter counts", default=0, allow_zero=True)
     params_active_published: float | None = field_of(
         "parameters", "parameters per token (activated) stated by the source", default=None)
 

@@ -47,6 +47,7 @@ __all__ = [
     "flops_per_token",
     "forward_flops",
     "hfu",
+    "linear_io_per_token",
     "matmul_peak_flops",
     "matmul_seconds",
     "megatron_flops_per_token",
@@ -212,6 +213,46 @@ def flops_by_format(model: str | ModelSpec, seq_len: int | None = None,
     if r.fp8:
         return {"fp8": 6.0 * linear, "bf16": high}
     return {"fp8": 0.0, "bf16": 6.0 * linear + high}
+
+
+def linear_io_per_token(model: str | ModelSpec) -> dict[str, float]:
+    """Values per token that enter the Linear layers (``"inputs"``) and leave them
+    (``"outputs"``), summed over a layer's Linears and averaged over the layers; the
+    routed experts a token uses counted ``top_k`` times, the shared experts as one MLP of
+    their joint width, the router (BF16) left out. What an FP8 recipe quantizes per token:
+    each input in the forward pass, each output's gradient in the backward pass.
+
+    Attention: Q, K and V as one Linear (``h`` in, ``a d_q + 2 a_kv d`` out) and the output
+    projection (``a d`` in, ``h`` out); multi-head latent attention (DeepSeek-V2 Sec. 2.1)
+    as its query down/up, key-value down/up and output projections. MLP: ``h`` in, ``f``
+    (``2f`` gated) out, then ``f`` in, ``h`` out.
+    """
+    m = catalog.model(model)
+    h, a = m.hidden, m.n_heads
+    if m.is_mla:
+        rq, rkv, rope = m.q_lora_rank, m.kv_lora_rank, m.qk_rope_head_dim
+        q_out = a * m.qk_head_dim
+        ins = (h + rq if rq else h) + h + rkv + a * m.head_dim
+        outs = (rq + q_out if rq else q_out) + (rkv + rope) + a * (m.qk_nope_head_dim
+                                                                   + m.head_dim) + h
+    else:
+        ins = h + a * m.head_dim
+        outs = a * m.qk_head_dim + 2 * m.kv_heads * m.head_dim + h
+    up = 2 if m.gated_mlp else 1
+
+    def mlp(width: float, copies: float) -> tuple[float, float]:
+        return copies * (h + width), copies * (up * width + h)
+
+    d_in, d_out = mlp(m.ffn, 1)
+    moe_in = moe_out = 0.0
+    if m.is_moe:
+        fe = m.expert_ffn_hidden or 0
+        r_in, r_out = mlp(fe, m.top_k)
+        s_in, s_out = mlp(m.shared_experts * fe, 1 if m.shared_experts else 0)
+        moe_in, moe_out = r_in + s_in, r_out + s_out
+    n = m.n_layers
+    return {"inputs": ins + (m.dense_layers * d_in + m.moe_layers * moe_in) / n,
+            "outputs": outs + (m.dense_layers * d_out + m.moe_layers * moe_out) / n}
 
 
 def matmul_seconds(model: str | ModelSpec, tokens, gpu, recipe: str | PrecisionRecipe =

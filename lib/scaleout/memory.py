@@ -36,6 +36,7 @@ from .layout import RECOMPUTE_MODES
 from .units import GIB
 
 __all__ = [
+    "FP8_QUANTIZE_BYTES",
     "FP8_TILE_BYTES",
     "MATMUL_FORMATS",
     "RECIPES",
@@ -227,6 +228,12 @@ class PrecisionRecipe:
         Bytes per value of the data-parallel gradient reduction, and of the weights
         gathered under ZeRO-3 or the distributed optimizer; default ``grad_bytes`` and
         ``weight_bytes``.
+    quantize_bytes
+        HBM bytes moved per value an FP8 recipe quantizes (each Linear layer's input in
+        the forward pass, its output's gradient in the backward pass), by memory-bound
+        kernels a 16-bit recipe does not run: read the BF16 value, write the FP8 copies
+        the forward and the two backward GEMMs need (row-wise and column-wise), plus
+        whatever the scaling needs (:data:`FP8_QUANTIZE_BYTES`); 0 without FP8.
     """
 
     name: str
@@ -242,6 +249,7 @@ class PrecisionRecipe:
     combine_bytes: float = 2.0
     grad_comm_bytes: float | None = None
     param_gather_bytes: float | None = None
+    quantize_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         check_choice("matmul", self.matmul, MATMUL_FORMATS)
@@ -251,6 +259,10 @@ class PrecisionRecipe:
         for name in ("grad_comm_bytes", "param_gather_bytes"):
             if getattr(self, name) is not None:
                 check_positive(name, getattr(self, name), maximum=64)
+        check_positive("quantize_bytes", self.quantize_bytes, allow_zero=True, maximum=64)
+        if self.quantize_bytes and self.matmul != "fp8":
+            raise ValueError(f"quantize_bytes={self.quantize_bytes!r} in recipe {self.name!r}, "
+                             f"which multiplies in {self.matmul}; allowed: 0 without FP8")
 
     @property
     def total_bytes(self) -> float:
@@ -276,6 +288,32 @@ class PrecisionRecipe:
 #: Bytes per value of DeepSeek-V3's fine-grained FP8: one E4M3 byte plus one FP32 scale per
 #: 128 values (1x128 activation tiles; arXiv 2412.19437, Sec. 3.3.2).
 FP8_TILE_BYTES = 1 + 4 / 128
+
+#: HBM bytes per value quantized to FP8, by scaling scheme (one Linear input or output
+#: gradient, BF16 in, the row-wise and the column-wise FP8 copies out: the forward GEMM
+#: reads one, the weight-gradient GEMM the other):
+#:
+#: * ``"delayed"``: one fused cast-transpose kernel, the scale taken from earlier steps' amax
+#:   history and this step's amax recorded on the way: read 2, write 1 + 1 (Transformer
+#:   Engine ``DelayedScaling``; ``nvte_cast_transpose``).
+#: * ``"current"``: the amax of this very tensor first, in a pass of its own, then the
+#:   cast: read 2 + 2, write 1 + 1 (Transformer Engine ``Float8CurrentScalingQuantizer::
+#:   quantize_impl``, transformer_engine/pytorch/csrc/quantizer.cpp at d0067d0:
+#:   ``nvte_compute_amax_with_config``, then ``nvte_compute_scale_from_amax``, then
+#:   ``nvte_quantize_v2``).
+#: * ``"mxfp8"``: 1x32 blocks, the amax of each block found by the cast itself, one E8M0
+#:   scale byte per 32 values for each copy: read 2, write 2 (1 + 1/32) (Transformer Engine
+#:   ``MXFP8BlockScaling``; the OCP Microscaling Formats spec v1.0).
+#: * ``"tile"``: DeepSeek-V3's 1x128 tiles with an FP32 scale each: read 2, write
+#:   1 + 4/128; the backward's 128x1 copy read back, dequantized, transposed and quantized
+#:   again: read and write 1 + 4/128 more (arXiv 2412.19437 Sec. 3.5.2, which describes
+#:   both round trips through HBM).
+FP8_QUANTIZE_BYTES = {
+    "delayed": 2.0 + 2.0,
+    "current": 2.0 + 2.0 + 2.0,
+    "mxfp8": 2.0 + 2.0 * (1.0 + 1.0 / 32.0),
+    "tile": 2.0 + 3.0 * FP8_TILE_BYTES,
+}
 
 #: Training recipes by name. The default, ``"mixed-adam"``, is the ZeRO paper's 16 bytes/param.
 RECIPES: dict[str, PrecisionRecipe] = {
@@ -325,8 +363,25 @@ RECIPES: dict[str, PrecisionRecipe] = {
             "Linear layers multiply in FP8 (E4M3 forward, E5M2 or E4M3 gradients, per-tensor "
             "scales) and keep their FP8 inputs for the backward pass; weights held in bf16, "
             "fp32 master weights, gradients and moments; attention core, output layer, norms, "
-            "softmax and communication stay bf16",
-            matmul="fp8", gemm_input_bytes=1,
+            "softmax and communication stay bf16; delayed scaling (the scale from earlier "
+            "steps' amax history, Megatron-Core's default --fp8-recipe delayed)",
+            matmul="fp8", gemm_input_bytes=1, quantize_bytes=FP8_QUANTIZE_BYTES["delayed"],
+        ),
+        PrecisionRecipe(
+            "fp8-te-cs", 2, 4, 12,
+            "Transformer Engine Float8CurrentScaling (Megatron-Core --fp8-recipe tensorwise; "
+            "Megatron Bridge's 'FP8-CS'): as fp8-te, each tensor's scale from its own amax",
+            "as fp8-te, but every quantized tensor's amax is found in a pass of its own "
+            "before the cast (one more read of the BF16 tensor)",
+            matmul="fp8", gemm_input_bytes=1, quantize_bytes=FP8_QUANTIZE_BYTES["current"],
+        ),
+        PrecisionRecipe(
+            "fp8-te-mx", 2, 4, 12,
+            "Transformer Engine MXFP8BlockScaling (Megatron-Core --fp8-recipe mxfp8; "
+            "Megatron Bridge's 'FP8-MX'; Blackwell's 1x32-block scaled FP8, OCP MX spec v1.0)",
+            "as fp8-te, with one E8M0 scale byte per 32 values, found by the cast itself; the "
+            "stored FP8 inputs' scales (1/32 byte a value) left out of the activations",
+            matmul="fp8", gemm_input_bytes=1, quantize_bytes=FP8_QUANTIZE_BYTES["mxfp8"],
         ),
         PrecisionRecipe(
             "fp8-te-fp8-params", 1, 4, 12,
@@ -336,6 +391,7 @@ RECIPES: dict[str, PrecisionRecipe] = {
             "as fp8-te, but the weights are stored and gathered in FP8 (1 byte): 17 bytes per "
             "parameter, and half the bytes of a ZeRO-3 / distributed-optimizer weight gather",
             matmul="fp8", gemm_input_bytes=1, param_gather_bytes=1,
+            quantize_bytes=FP8_QUANTIZE_BYTES["delayed"],
         ),
         PrecisionRecipe(
             "fp8-deepseek", 2, 4, 8,
@@ -349,6 +405,7 @@ RECIPES: dict[str, PrecisionRecipe] = {
             "bytes); Linear layers in FP8 with their inputs cached in FP8 plus one fp32 scale "
             "per 128 values; dispatch all-to-all in FP8, combine in bf16",
             matmul="fp8", gemm_input_bytes=FP8_TILE_BYTES, dispatch_bytes=FP8_TILE_BYTES,
+            quantize_bytes=FP8_QUANTIZE_BYTES["tile"],
         ),
     ]
 }

@@ -690,13 +690,16 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
     the same models for one layout (the busiest stage sets the pace, ``m = B/(dp b)``
     micro-batches; ``dp`` and ``edp`` from :func:`fold`):
 
-    * **compute**: :func:`scaleout.compute.matmul_seconds` of the tokens a GPU processes
-      (FP8 parts at the FP8 peak), at the planner's ``η(min(h/tp, b s/cp))``
+    * **compute**: :func:`scaleout.compute.flops_by_format` of the tokens a GPU processes
+      (FP8 parts at the FP8 peak, each format scaled by the GPU's measured achievable share,
+      :meth:`scaleout.plan.Calibration.achievable_ratio`), at the planner's
+      ``η(min(h/tp, b s/cp))``
       (:class:`scaleout.plan.Calibration`) times ``compute_share`` (the SMs left to
       computation while communication kernels run: DeepSeek-V3 gives 20 of 132 to
       communication, Sec. 3.2.2), split over ``tp × pp``; ``mtp_layers`` scale it by
       Megatron's count; memory-bound work as the planner counts it (``κ`` × stored
-      activations at HBM bandwidth);
+      activations at HBM bandwidth, and an FP8 recipe's casts,
+      :attr:`scaleout.memory.PrecisionRecipe.quantize_bytes`);
     * **all-to-all**: :func:`layer_comm_time` per MoE layer and micro-batch on the GPU's
       derated links, ``imbalance`` × the balanced bytes; ``a2a_overlap`` of
       ``min(all-to-all, compute)`` hidden behind computation (1: DeepSeek's DualPipe, which
@@ -754,11 +757,17 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
     mtp_scale = (compute.megatron_flops_per_token(m, s, mtp_layers=mtp_layers)
                  / compute.megatron_flops_per_token(m, s))
     busiest = float(stage_loads(m, pp, s, mtp_layers=mtp_layers, schedule=schedule).max())
-    mm = compute.matmul_seconds(m, tokens, g, r, s, eta) * mtp_scale / tp / pp * busiest
+    split = compute.flops_by_format(m, s, r)  # each format at the GPU's achievable share
+    per_token = split["bf16"] / (g.bf16_dense_flops * cal.achievable_ratio(g, "bf16"))
+    if split["fp8"]:
+        per_token += split["fp8"] / (compute.matmul_peak_flops(g, r)
+                                     * cal.achievable_ratio(g, "fp8"))
+    mm = tokens * per_token / eta * mtp_scale / tp / pp * busiest
     act_layer = memory.activation_bytes_per_layer(m, b, max(1, s // cp), tp, True,
                                                   "none", True, r)
-    mem_s = (cal.nonmatmul_traffic * act_layer * m.n_layers / pp / (g.hbm_gbytes_s * 1e9)
-             * busiest)
+    casts = r.quantize_bytes * sum(compute.linear_io_per_token(m).values()) * tokens / tp
+    mem_s = ((cal.nonmatmul_traffic * act_layer + casts) * m.n_layers / pp
+             / (g.hbm_gbytes_s * 1e9) * busiest)
     # communication per micro-batch on the stage
     moe_here = m.moe_layers / pp * (1 + mtp_layers / m.n_layers) * busiest
     a2a = (float(layer_comm_time(m, tokens / tp, ep, gpn, intra, inter_ab, r,

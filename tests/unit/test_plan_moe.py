@@ -4,6 +4,8 @@ unchanged, the published runs, and bad input."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scaleout import catalog, context_parallel, layout, memory, moe, pipeline, plan
@@ -148,13 +150,14 @@ def test_the_all_to_all_is_moe_layer_comm_time_per_moe_layer_and_micro_batch(rec
 def test_ring_attention_shows_what_outlasts_the_attention_block():
     """Sixteen GPUs share each 8K sequence over the network: every layer and micro-batch
     shows ring_attention_time's exposed transfers, at the attention rate the planner
-    computes with (η(min(h/tp, b s/cp)) × peak)."""
+    computes with (η(min(h/tp, b s/cp)) × peak, scaled by the GPU's measured achievable
+    share over the calibration GPU's)."""
     p = Plan(cp=16, dp=1, micro_batch=1, global_batch=2, flash_attention=True)
     r = plan.evaluate(DENSE, GPU, p, framework=BARE)
     ctx = _ctx(DENSE, p)
     m, g = catalog.model(DENSE), catalog.gpu(GPU)
     rate = float(ctx.calibration.matmul_efficiency(min(m.hidden, m.seq_len / 16))
-                 * g.bf16_dense_flops)
+                 * g.bf16_dense_flops * ctx.bf16_achievable)
     ring = context_parallel.ring_attention_time(m, m.seq_len, 16, ctx.collectives.links.inter,
                                                 attention_flops_per_s=rate)
     assert ring["exposed_s"] > 0
@@ -225,9 +228,11 @@ def test_dense_layers_hold_no_experts_and_route_nothing():
 
 
 def test_fp8_runs_the_layers_linear_flops_at_the_fp8_peak():
-    """Under fp8-te the layers' Linear FLOPs (compute.flops_by_format) run at the FP8 peak,
-    attention and the output layer at BF16: the GEMM time falls by nearly, never more than,
-    half; weights, gradients and optimizer state take the recipe's bytes."""
+    """Under fp8-te the layers' Linear FLOPs (compute.flops_by_format) run at the FP8 rate,
+    attention and the output layer at BF16: on an H100 the FP8 share of the GEMM time shrinks
+    by the measured maximum achievable rates' ratio, 794.5 / 1402.6 TFLOP/s (MAMF table),
+    not by the datasheet's half; weights, gradients and optimizer state take the recipe's
+    bytes."""
     p = Plan(tp=2, dp=4, global_batch=8, sp=True, flash_attention=True)
     bf16 = plan.evaluate(DENSE, GPU, p, framework=BARE, recipe="megatron-bf16")
     fp8 = plan.evaluate(DENSE, GPU, p, framework=BARE, recipe="fp8-te")
@@ -241,8 +246,9 @@ def test_fp8_runs_the_layers_linear_flops_at_the_fp8_peak():
         flash=True).items()})
     g8 = step.compute_parts(ctx, x)["layer_gemm_s"][0]
     g16 = step.compute_parts(_ctx(DENSE, p, recipe="megatron-bf16"), x)["layer_gemm_s"][0]
-    g = catalog.gpu(GPU)
-    assert g16 * g.bf16_dense_flops / ctx.fp8_flops < g8 < 0.55 * g16
+    share = ctx.fp8_share
+    assert g8 == pytest.approx(g16 * (share * 794.5 / 1402.6 + 1 - share), rel=1e-9)
+    assert 0.55 * g16 < g8 < 0.6 * g16
     assert fp8.step["forward"] < bf16.step["forward"]
     assert fp8.memory["weights"] == bf16.memory["weights"]  # both keep bf16 weights
     fp8p = plan.evaluate(DENSE, GPU, p, framework=BARE, recipe="fp8-te-fp8-params")
@@ -364,6 +370,9 @@ def test_explain_names_what_bounds_the_winner():
 #: Searches of dense 16-bit models as main priced them before context and expert parallelism
 #: entered the planner (commit 0136e18): plans evaluated, plans that fit, the winner's step and
 #: the sums of every plan's step and memory. Context and expert parallelism at 1 change nothing.
+#: Since the GPU's measured achievable matmul share scales the calibration's efficiency
+#: (Calibration.achievable_ratio), an H100 search differs from those pins by that ratio alone:
+#: with the H100 itself as the reference GPU (ratio 1) they come back to the digit.
 BEFORE = {
     ("gpt3-175b", "A100-SXM4-80GB", 1024, 1536, ()): (4758, 1222, 16.858892142272502,
                                                      141620.16586019937, 1207942793255008.0),
@@ -379,7 +388,8 @@ BEFORE = {
 @pytest.mark.parametrize("key", list(BEFORE))
 def test_dense_searches_are_unchanged_to_the_digit(key):
     model, gpu, n, batch, kw = key
-    r = plan.search(model, gpu, n, batch, **dict(kw))
+    same = replace(plan.DEFAULT_CALIBRATION, reference_gpu=gpu)
+    r = plan.search(model, gpu, n, batch, calibration=same, **dict(kw))
     n_eval, n_fit, best, step_sum, memory_sum = BEFORE[key]
     assert (r.n_evaluated, r.n_fit) == (n_eval, n_fit)
     assert r.result(0).step_s == best or float(r.arrays["step_s"][r.order[0]]) == best
@@ -398,14 +408,17 @@ def rows():
 def test_deepseek_v3_against_its_report(rows):
     """DeepSeek-V3's stated layout (PP16 DualPipe, EP64 over 8 nodes, ZeRO-1, FP8) under the
     HAI-LLM preset: the all-to-alls hidden as the report says, 112 of 132 SMs computing. The
-    planner's GPU-hours per 10^12 tokens come out about 41% below the report's whole-run
-    average (the issue's target was 15%): the average includes the batch ramp, restarts,
-    checkpoints and evaluation, and the planner leaves out the MTP module, DeepSeek's wider
-    recomputation and any routing imbalance; no factor closes the gap. The bound states it
-    and fails if the prediction drifts further."""
+    planner's GPU-hours per 10^12 tokens come out about 20% below the report's whole-run
+    average (the issue's target was 15%). It was 41% below before three mechanisms entered
+    the model: the H100-class GPU's measured achievable BF16 and FP8 matmul rates (to 33%),
+    the FP8 tile casts (to 29%), and the MTP module the run trained (Sec. 4.2, depth 1) on
+    the last stage with a DualPipe-aware layer split (to 20%). The average includes the
+    batch ramp, restarts, checkpoints and evaluation, and the planner leaves out DeepSeek's
+    wider recomputation and any routing imbalance; no factor closes the gap. The bound
+    states it and fails if the prediction drifts either way."""
     r = rows["deepseek-v3 pre-training on 2,048 H800"]
     assert r.published == 180_000
-    assert -50 < r.error_pct < -30, r.error_pct
+    assert -23 < r.error_pct < -17, r.error_pct
     case = next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
     assert case.plan.label.startswith("TP1 PP16 DP128 EP64")
     assert case.framework == "deepseek-hai-llm" and case.recipe == "fp8-deepseek"
@@ -421,16 +434,24 @@ def test_long_context_llama3_row_within_15_percent(rows):
 
 def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     """The held-out runs that exercise a mixture of experts, FP8 or context parallelism. The
-    planner runs faster than measured on nearly all of them (FP8 GEMMs at the calibrated
-    share of the FP8 peak; MoE layers without their permutation, router and grouped-GEMM
-    overheads): mean error about 75%, worst (Qwen3-30B-A3B at micro-batch 1 on B200) above
-    300%. Stated here so that a change that widens the gap fails; the dense 16-bit runs keep
-    their own claim (test_validation.py)."""
+    FP8 GEMMs at each GPU's measured achievable FP8 rate and the FP8 recipes' casts took the
+    mean error over the 20 runs predicted before from 74% to about 54% (the constant-MFU
+    baseline's: 56%) and the FP8 dense Llama 3 rows to within 20%. With multi-token
+    prediction modelled, Megatron Bridge's DeepSeek-V3 row with MTP (B200, PP16 EP8) joins
+    the group at about +80%, and the 21 runs' mean, about 55.5%, is level with the
+    baseline's 55.2%, not below it. The planner still runs faster than measured on most MoE
+    rows (worst: Qwen3-30B-A3B at micro-batch 1 on B200, near 290%, which no modelled
+    mechanism explains). Stated here so that a change that widens the gap fails; the dense
+    16-bit runs keep their own claim (test_validation.py)."""
     cv = plan.cross_validation()
     new = cv.overall("held out", dense_16bit=False)
     dense = cv.overall("held out", dense_16bit=True)
     assert new["cases"] >= 19 and dense["cases"] + new["cases"] == cv.overall("held out")["cases"]
-    assert new["mean_abs_pct"] < 80 and new["worst_abs_pct"] < 350
+    assert new["mean_abs_pct"] < 57 and new["worst_abs_pct"] < 300
+    assert new["mean_abs_pct"] < new["baseline_mean_abs_pct"] + 1
+    fp8_dense = [r for r in cv.held_out
+                 if "FP8" in r.mechanisms and "mixture of experts" not in r.mechanisms]
+    assert len(fp8_dense) >= 6 and max(abs(r.error_pct) for r in fp8_dense) < 20
     over = [r for r in cv.held_out if r.mechanisms and r.error_pct > 0
             and r.quantity != "H800 GPU-hours per 10^12 tokens"]
-    assert len(over) >= 0.9 * (new["cases"] - 1)
+    assert len(over) >= 0.75 * (new["cases"] - 1)

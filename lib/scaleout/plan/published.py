@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import catalog, compute
@@ -230,9 +230,10 @@ def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
 
 
 #: Megatron Bridge's precision columns as recipes: BF16 as the other sources' 16-bit recipe,
-#: FP8 with current scaling as Transformer Engine's per-tensor FP8, MXFP8 (Blackwell's 1x32
-#: block scales) at the same FP8 peak and bytes (its scales, one byte per 32 values, left out).
-_BRIDGE_RECIPES = {"BF16": "mixed-adam", "FP8-CS": "fp8-te", "FP8-MX": "fp8-te"}
+#: FP8 with current scaling as Transformer Engine's per-tensor current scaling (an amax pass
+#: before each cast), MXFP8 (Blackwell's 1x32 block scales) at the same FP8 peak, its scales
+#: counted in the casts (one byte per 32 values) and left out of the stored activations.
+_BRIDGE_RECIPES = {"BF16": "mixed-adam", "FP8-CS": "fp8-te-cs", "FP8-MX": "fp8-te-mx"}
 
 
 def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
@@ -245,14 +246,14 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
             why = f"{run['gpu']} is not in the catalog"
         elif run["model"] not in catalog.model_names():
             why = f"{run['model']} is not in the catalog"
-        elif run.get("variant") == "w/ MTP":
-            why = "multi-token prediction is not modelled"
         elif run.get("fsdp", 0):
             why = "Megatron FSDP rows are not modelled"
         if why:
             skipped.append(f"{run['model']} on {run['gpus']} × {run['gpu']}: {why}")
             continue
         m = catalog.model(run["model"])
+        if m.mtp_layers and run.get("variant") != "w/ MTP":
+            m = replace(m, mtp_layers=0)  # "w/o MTP", or not stated: the model without it
         plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], micro_batch=run["micro_batch"],
                     global_batch=run["global_batch"], zero_stage=1, sp=run["tp"] > 1,
                     recompute="selective", interleave=run.get("vp") or 1,
@@ -260,12 +261,15 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
                     ep=run.get("ep", 1))
         extra = []
         if run["precision"] == "FP8-MX":
-            extra.append("MXFP8 priced as FP8 (same peak and bytes)")
+            extra.append("MXFP8 at the FP8 peak; its block scales in the casts only")
         if m.is_moe:
             extra += ["force-balanced, dropless routing", "expert tensor parallelism 1",
                       "no all-to-all overlap (Megatron-Core's default)"]
-        if run.get("variant") == "dropless":
+        if run.get("variant") == "dropless" or (catalog.model(run["model"]).mtp_layers
+                                                 and "variant" not in run):
             extra.append("no multi-token prediction (not stated for this row)")
+        if m.mtp_layers:
+            extra.append("the MTP module's memory not counted")
         if run["cp"] > 1:
             extra.append("context parallelism as ring attention (Megatron-Core's p2p)")
         label = (f"{m.name}{' ' + run['precision'] if run['precision'] != 'BF16' else ''} on "
@@ -282,7 +286,8 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
 def _deepseek_v3(raw: dict) -> tuple[list[Case], list[str]]:
     out = []
     for run in raw["run"]:
-        m = catalog.model(run["model"])
+        # the multi-token-prediction depth the run trained, as the file records it
+        m = replace(catalog.model(run["model"]), mtp_layers=run.get("mtp_depth", 0))
         plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], ep=run["ep"], cp=run["cp"],
                     micro_batch=1, global_batch=run["global_batch"],
                     zero_stage=run["zero_stage"], recompute="selective", flash_attention=True,
@@ -295,7 +300,8 @@ def _deepseek_v3(raw: dict) -> tuple[list[Case], list[str]]:
                          "the final batch (15,360 sequences) throughout",
                          "attention-only selective recomputation (the report also recomputes "
                          "RMSNorm, MLA up-projections and SwiGLU)",
-                         "no multi-token-prediction module",
+                         "the MTP module (depth 1, Sec. 4.2) on the last stage with the "
+                         "output layer; its memory not counted",
                          "the catalog's H800 links (NVLink 200 GB/s, IB NDR 50 GB/s a GPU)",
                          "balanced routing"),
                         "fp8-deepseek"))

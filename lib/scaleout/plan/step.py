@@ -12,6 +12,21 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   thin shards run slower); memory-bound work as ``κ`` times the stored activation bytes (at
   16 bits, whatever the recipe) at HBM bandwidth; recomputation (Korthikanti et al. 2022
   Sec. 5).
+* **The GPU's achievable matmul rate**: ``η`` was fitted on A100s
+  (:attr:`Calibration.reference_gpu`); on another GPU, and in FP8, it is scaled by the ratio
+  of the measured maximum achievable matmul FLOP/s over the datasheet peak, that GPU's in
+  that format over the A100's in BF16 (:meth:`Calibration.achievable_ratio`; the MAMF
+  table of stas00/ml-engineering, ``mamf_*_tflops`` in ``data/gpus.toml``): an H100
+  reaches 80% of its BF16 peak and 71% of its FP8 peak where an A100 reaches 87% of its
+  BF16 one, so FP8 is 1.77x BF16 there, not the datasheet's 2x.
+* **FP8 casts** (:attr:`scaleout.memory.PrecisionRecipe.quantize_bytes`): every Linear
+  input is quantized in the forward pass and every Linear output's gradient in the
+  backward pass (:func:`scaleout.compute.linear_io_per_token`), memory-bound kernels a
+  16-bit run does not have: the BF16 tensor read, its row- and column-wise FP8 copies
+  written, plus an amax pass under current scaling (Transformer Engine's
+  ``Float8CurrentScalingQuantizer``), MXFP8's block scales, DeepSeek-V3's tile
+  transposition (:data:`scaleout.memory.FP8_QUANTIZE_BYTES`), at HBM bandwidth. The
+  weights' casts, once per step, are left out.
 * **Tensor-parallel communication**: four all-reduces of ``2bsh`` bytes per layer per
   micro-batch (six with full recomputation; Narayanan et al. 2021 Sec. 3.3, Korthikanti
   Sec. 4.2.2); exposed, or only beyond the GEMMs they are pipelined with
@@ -37,7 +52,10 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   groups. Each call costs what NCCL's model predicts (:mod:`scaleout.nccl`), its latency
   included: a flat ring over many GPUs pays it at every step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
-* **Mixtures of experts** (:mod:`scaleout.moe`): FLOPs from the *active* parameters
+* **Mixtures of experts** (:mod:`scaleout.moe`): the token permutation, the SwiGLU on the
+  ``k`` routed copies and the router's softmax are memory-bound work counted by ``κ`` times
+  the stored activations, which hold the ``k`` routed copies and the routed MLPs' widths
+  (nothing is added for them). FLOPs from the *active* parameters
   (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
@@ -58,6 +76,11 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   (:func:`scaleout.compute.matmul_peak_flops`), the rest at the BF16 peak; the recipe's bytes
   for weights, gradients, optimizer state, stored Linear inputs, communicated activations,
   the all-to-all and the gradient reduction and weight gather.
+* **Multi-token prediction** (:attr:`scaleout.catalog.ModelSpec.mtp_layers`; DeepSeek-V3
+  Sec. 2.2): each module is one more transformer layer (with its all-to-alls where the
+  model's last layer is MoE), a ``2h × h`` projection and one more pass through the shared
+  output layer, all on the last stage with the output layer, which the stage split then
+  balances. Their memory (14B parameters for DeepSeek-V3) is not counted.
 * **DualPipe** (:attr:`Framework.pipeline_schedule`, DeepSeek-V3 Sec. 3.2.1): each GPU holds
   stages ``i`` and ``pp - 1 - i`` (two stages' parameters, ``pp + 1`` micro-batches of
   activations) and runs half the micro-batches through each, so its pace is their mean; the
@@ -204,6 +227,9 @@ class Context:
     attention_per_token: float = 0.0
     fp8_share: float = 0.0
     fp8_flops: float = 0.0
+    bf16_achievable: float = 1.0
+    fp8_achievable: float = 1.0
+    quantize_bytes_per_token: float = 0.0
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
@@ -241,7 +267,9 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
                    parts, memory.layer_tensors(m), fixed, experts_of(m),
                    parts["layers"] / m.n_layers if not m.is_moe else active / m.n_layers,
                    float(compute.attention_flops_per_token(m, s)) / m.n_layers,
-                   fp8_share, fp8_flops)
+                   fp8_share, fp8_flops, cal.achievable_ratio(g, "bf16"),
+                   cal.achievable_ratio(g, "fp8") if rec.fp8 else 1.0,
+                   rec.quantize_bytes * sum(compute.linear_io_per_token(m).values()))
 
 
 @dataclass(frozen=True)
@@ -294,7 +322,7 @@ def _matmul_rate(ctx: Context, x: _Shape) -> np.ndarray:
     """FLOP/s of the sharded matrix multiplies at BF16: ``η(min(h/tp, b s/cp)) × peak``, on
     the SMs the framework leaves to computation (:attr:`Framework.comm_sm_share`)."""
     rate = (ctx.calibration.matmul_efficiency(np.minimum(ctx.model.hidden / x.tp, x.tokens))
-            * ctx.gpu.bf16_dense_flops)
+            * ctx.gpu.bf16_dense_flops * ctx.bf16_achievable)
     if ctx.framework.comm_sm_share:
         rate = rate * (1 - ctx.framework.comm_sm_share)
     return rate
@@ -319,8 +347,11 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     stored = _activations_per_layer(ctx, x, 0, ACTIVATION_BYTES)
     hbm = g.hbm_gbytes_s * 1e9
     mem_s = cal.nonmatmul_traffic * stored / hbm  # forward + backward, one layer
+    # an FP8 recipe's casts: every Linear input (forward) and output gradient (backward)
+    mem_s = mem_s + ctx.quantize_bytes_per_token * x.tokens / x.tp / hbm
     if ctx.fp8_share:
-        fp8_rate = rate * (ctx.fp8_flops / g.bf16_dense_flops)
+        fp8_rate = rate * (ctx.fp8_flops * ctx.fp8_achievable
+                           / (g.bf16_dense_flops * ctx.bf16_achievable))
         gemm = dense / x.tp * (ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate)
     else:
         gemm = dense / x.tp / rate
@@ -330,6 +361,9 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
                          / hbm / 3)
     rec_layer = np.where(x.rc == 2, fwd_layer, np.where(x.rc == 1, selective, 0.0))
     head_s = 3 * head / x.tp / rate  # forward + backward of the output layer, last stage
+    if m.mtp_layers:  # each MTP module passes through the output layer again, after a 2h x h
+        proj = compute.forward_flops(x.tokens, 2.0 * h * h, 0, h, s)  # projection
+        head_s = head_s * (1 + m.mtp_layers) + 3 * m.mtp_layers * proj / x.tp / rate
     return {"layer_forward_s": fwd_layer, "layer_gemm_s": gemm, "layer_recompute_s": rec_layer,
             "head_s": head_s}
 
@@ -435,7 +469,9 @@ def stage_split(ctx: Context, x: _Shape, per_layer: np.ndarray, head_s: np.ndarr
     the output layer, the other ``pp - 1`` stages share the rest as evenly as whole layers
     allow (at most ``k = ceil((l - L)/(pp - 1))`` each), ``L`` chosen to make the busiest
     stage fastest (it may be 0: the last stage then runs the output layer alone, as Llama 3's
-    last chunk does). One stage (``pp = 1``) holds everything.
+    last chunk does). Under DualPipe, where GPU 0 runs the first and the last stage and the
+    others two middle ones (:func:`busiest_gpu`), ``L`` makes the slower of those paces
+    fastest instead. One stage (``pp = 1``) holds everything.
     """
     l = ctx.model.n_layers
     pp = x.pp.astype(float)
@@ -446,10 +482,15 @@ def stage_split(ctx: Context, x: _Shape, per_layer: np.ndarray, head_s: np.ndarr
     balance = (l - (pp - 1) * ratio) / pp  # the real L at which both sides take equally long
     best_l = np.full(pp.shape, np.nan)
     best_t = np.full(pp.shape, np.inf)
-    for shift in (-1, 0, 1, 2):
+    dual = ctx.framework.pipeline_schedule == "dualpipe"
+    for shift in ((-3, -2, -1, 0, 1, 2) if dual else (-1, 0, 1, 2)):
         last = np.clip(np.floor(balance) + shift, 0, np.maximum(l - (pp - 1), 0))
         k = np.ceil((l - last) / others)
-        t = np.maximum(k * per_layer, last * per_layer + head_s)
+        if dual:  # GPU 0's pair of stages, or a middle GPU's two (from four stages on)
+            t = np.maximum(np.where(pp >= 4, k * per_layer, 0.0),
+                           (k * per_layer + last * per_layer + head_s) / 2)
+        else:
+            t = np.maximum(k * per_layer, last * per_layer + head_s)
         better = t < best_t
         best_l = np.where(better, last, best_l)
         best_t = np.where(better, t, best_t)
@@ -883,6 +924,11 @@ def iteration(ctx: Context, a: dict[str, np.ndarray], uneven: bool = False
                  + comm["layer_tp_comm_s"] + comm["layer_cp_comm_s"])
     share = 0.0 if ctx.experts is None else ctx.experts.moe_share
     balance = per_layer + share * comm["layer_ep_comm_s"]  # an average layer, to split stages
+    m = ctx.model
+    if m.mtp_layers:  # the MTP modules' transformer layers run on the last stage
+        last_moe = m.layer_is_moe(m.n_layers - 1)
+        comp = {**comp, "head_s": comp["head_s"] + m.mtp_layers * (
+            per_layer + (comm["layer_ep_comm_s"] if last_moe else 0.0))}
     st = stage_split(ctx, x, balance, comp["head_s"], uneven)
     busy = busiest_gpu(ctx, x, st, per_layer, comm["layer_ep_comm_s"], comp["head_s"])
     mem = memory_parts(ctx, x, st)

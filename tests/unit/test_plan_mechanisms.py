@@ -1,0 +1,160 @@
+"""The planner's GPU- and recipe-dependent mechanisms: each GPU's measured maximum achievable
+matmul rate (MAMF) against the calibration GPU's, and an FP8 recipe's casts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scaleout import catalog, compute, memory, plan
+from scaleout.layout import Plan
+from scaleout.plan import step
+
+DENSE, MOE, GPU = "llama3-8b", "qwen3-30b-a3b", "H100-SXM5-80GB"
+
+
+def test_achievable_shares_are_the_mamf_table_over_the_datasheet_peaks():
+    """stas00/ml-engineering's MAMF table: A100 SXM 271.2 of 312 BF16, H100 SXM 794.5 of 989
+    BF16 and 1402.6 of 1979 FP8, GB200 3615.6 of 5000 FP8; nothing measured for V100."""
+    assert catalog.gpu("A100-SXM4-80GB").achievable_share("bf16") == pytest.approx(271.2 / 312)
+    h100 = catalog.gpu(GPU)
+    assert h100.achievable_share("bf16") == pytest.approx(794.5 / 989)
+    assert h100.achievable_share("fp8") == pytest.approx(1402.6 / 1979)
+    assert catalog.gpu("GB200").achievable_share("fp8") == pytest.approx(3615.6 / 5000)
+    assert catalog.gpu("V100-SXM2-32GB").achievable_share("bf16") is None
+    assert catalog.gpu("A100-SXM4-80GB").achievable_share("fp8") is None
+    with pytest.raises(ValueError, match="fmt must be 'bf16' or 'fp8'"):
+        h100.achievable_share("fp16")
+
+
+def test_the_calibration_gpu_keeps_its_efficiency_and_others_scale_by_their_share():
+    cal = plan.DEFAULT_CALIBRATION
+    assert cal.reference_gpu == "A100-SXM4-80GB"
+    assert cal.achievable_ratio("A100-SXM4-80GB") == 1.0
+    assert cal.achievable_ratio("A100-SXM4-40GB") == 1.0  # the same tensor cores
+    assert cal.achievable_ratio(GPU) == pytest.approx((794.5 / 989) / (271.2 / 312))
+    assert cal.achievable_ratio(GPU, "fp8") == pytest.approx((1402.6 / 1979) / (271.2 / 312))
+    # no FP8 measurement: the GPU's BF16 share; no measurement at all: the reference's
+    assert cal.achievable_ratio("MI300X", "fp8") == cal.achievable_ratio("MI300X", "bf16")
+    assert cal.achievable_ratio("V100-SXM2-32GB") == 1.0
+    # with the GPU itself as the reference nothing is scaled
+    assert replace(cal, reference_gpu=GPU).achievable_ratio(GPU) == 1.0
+
+
+def test_an_h100_multiplies_slower_than_the_a100_fitted_efficiency_says():
+    """The same plan on an H100: forward time of a layer's GEMMs longer by the ratio of the
+    A100's achievable share to the H100's (0.869 / 0.803), the A100's unchanged."""
+    p = Plan(tp=2, dp=4, global_batch=8, sp=True, flash_attention=True)
+    x_args = {k: np.array([v]) for k, v in dict(tp=2, pp=1, dp=4, micro_batch=1, interleave=1,
+                                                 zero_stage=0, rc=0, sp=True,
+                                                 flash=True).items()}
+
+    def gemm(cal):
+        ctx = step.context(DENSE, GPU, None, cal, "megatron-bf16", None, p.global_batch)
+        return step.compute_parts(ctx, step._shape(ctx, x_args))["layer_gemm_s"][0]
+
+    cal = plan.DEFAULT_CALIBRATION
+    ratio = gemm(cal) / gemm(replace(cal, reference_gpu=GPU))
+    assert ratio == pytest.approx((271.2 / 312) / (794.5 / 989), rel=1e-9)
+
+
+def test_linear_inputs_and_outputs_counted_by_hand():
+    """Llama 3 8B (h 4096, 32 heads of 128, 8 KV heads, SwiGLU 14336): inputs
+    h + h + h + f = 26,624, outputs (h + 2·1024) + h + 2f + h = 43,008. Qwen3-30B-A3B (h 2048,
+    32 heads of 128, 4 KV heads, 8 of 128 experts of 768, every layer MoE): inputs
+    2048 + 4096 + 8 (2048 + 768) = 28,672; outputs 5120 + 2048 + 8 (1536 + 2048) = 35,840."""
+    assert compute.linear_io_per_token(DENSE) == {"inputs": 26624, "outputs": 43008}
+    assert compute.linear_io_per_token(MOE) == {"inputs": 28672, "outputs": 35840}
+    mla = compute.linear_io_per_token("deepseek-v3")  # more Linears than Q, K, V and out
+    assert mla["inputs"] > 2 * catalog.model("deepseek-v3").hidden
+
+
+def test_fp8_cast_bytes_follow_the_scaling_scheme():
+    """Delayed: read 2, write 1 + 1; current: an amax read of 2 more; MXFP8: a 1-byte scale
+    per 32 values for each copy; DeepSeek-V3's tiles: 1x128 with an FP32 scale, the
+    backward's copy read back and written again."""
+    q = memory.FP8_QUANTIZE_BYTES
+    assert (q["delayed"], q["current"]) == (4, 6)
+    assert q["mxfp8"] == pytest.approx(4 + 2 / 32)
+    assert q["tile"] == pytest.approx(2 + 3 * (1 + 4 / 128))
+    r = memory.RECIPES
+    assert r["fp8-te"].quantize_bytes == 4 and r["fp8-te-cs"].quantize_bytes == 6
+    assert r["fp8-te-mx"].quantize_bytes == q["mxfp8"]
+    assert r["fp8-deepseek"].quantize_bytes == q["tile"]
+    assert all(x.quantize_bytes == 0 for x in r.values() if not x.fp8)
+    with pytest.raises(ValueError, match=r"quantize_bytes=4\.0 in recipe .x."):
+        memory.PrecisionRecipe("x", 2, 2, 12, "s", "d", quantize_bytes=4.0)
+
+
+def test_current_scaling_costs_its_amax_pass_at_hbm_bandwidth():
+    """fp8-te-cs against fp8-te on the same plan: one layer's forward time (a third of the
+    forward and backward's memory-bound work) longer by the 2 extra bytes of every Linear
+    input and output gradient, b s / tp tokens at the H100's 3.35 TB/s."""
+    p = Plan(tp=2, dp=4, global_batch=8, sp=True, flash_attention=True)
+    x_args = {k: np.array([v]) for k, v in dict(tp=2, pp=1, dp=4, micro_batch=1, interleave=1,
+                                                 zero_stage=0, rc=0, sp=True,
+                                                 flash=True).items()}
+
+    def forward(recipe):
+        ctx = step.context(DENSE, GPU, None, None, recipe, None, p.global_batch)
+        return step.compute_parts(ctx, step._shape(ctx, x_args))["layer_forward_s"][0]
+
+    tokens = catalog.model(DENSE).seq_len / 2
+    extra = 2 * (26624 + 43008) * tokens / 3.35e12 / 3
+    assert forward("fp8-te-cs") - forward("fp8-te") == pytest.approx(extra, rel=1e-9)
+    assert forward("megatron-bf16") > forward("fp8-te-cs")  # FP8 still pays off here
+
+
+def test_bridge_precisions_are_read_as_their_recipes():
+    bridge = [c for c in plan.published.cases()[0] if c.source == "megatron_bridge_perf_2511"]
+    by = {c.label: c.recipe for c in bridge}
+    assert by["llama3-8b FP8-CS on 8 × B200"] == "fp8-te-cs"
+    assert by["qwen3-30b-a3b FP8-MX on 8 × B200"] == "fp8-te-mx"
+    assert by["deepseek-v3 on 256 × GB200"] == "mixed-adam"
+
+
+def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
+    """DeepSeek-V3 trains one MTP module (report Sec. 4.2): on its stated layout (PP16 under
+    DualPipe, 61 layers) the last stage takes a transformer layer, a 2h x h projection and a
+    second pass through the output layer more. The DualPipe-aware split keeps 4 layers on
+    each of the first 15 stages and 1 on the last, whose pace (GPU 0 runs stages 0 and 15)
+    is then the mean of the two; the 1F1B split would put 5 on each middle stage."""
+    case = next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
+    m = case.model
+    assert m.mtp_layers == 1
+    without = replace(m, mtp_layers=0)
+    p = case.plan
+
+    def run(model, framework=case.framework):
+        ctx = step.context(model, case.gpu, case.network, None, case.recipe, p.seq_len,
+                           p.global_batch, framework)
+        a = {k: np.array([v]) for k, v in dict(
+            tp=p.tp, pp=p.pp, dp=p.dp, micro_batch=1, interleave=1, zero_stage=1, rc=1,
+            sp=False, flash=True, cp=1, ep=p.ep).items()}
+        x = step._shape(ctx, a)
+        return step.iteration(ctx, a, True), step.compute_parts(ctx, x)
+
+    (out, comp), (out0, comp0) = run(m), run(without)
+    per_layer = 3 * comp["layer_forward_s"] + comp["layer_recompute_s"]
+    h = m.hidden
+    proj = 3 * compute.forward_flops(comp["head_s"] * 0 + 4096.0, 2.0 * h * h, 0, h, 4096)
+    assert comp["head_s"] > 2 * comp0["head_s"]  # the output layer twice, and the projection
+    assert comp["head_s"] - 2 * comp0["head_s"] == pytest.approx(
+        proj / (3 * compute.forward_flops(4096.0, m.vocab * h, 0, h, 4096)) * comp0["head_s"],
+        rel=1e-9)
+    assert (out["first_layers"][0], out["last_layers"][0]) == (4, 1)
+    assert (out0["first_layers"][0], out0["last_layers"][0]) == (4, 1)
+    one_f1b = replace(plan.framework(case.framework), pipeline_schedule="1f1b")
+    assert run(m, one_f1b)[0]["first_layers"][0] == 5
+    # the pace: the mean of stage 0 (4 layers) and stage 15 (1 layer, the output layer,
+    # the MTP module's layer and the rest of it), above a middle GPU's 4 layers
+    pace = (4 * per_layer + per_layer + comp["head_s"] + per_layer) / 2
+    steady = out["step_s"] - out["bubble_s"] - out["p2p_s"] - out["dp_comm_s"] - out[
+        "optimizer_s"]
+    assert steady == pytest.approx(out["micro_batches"] * pace, rel=1e-9)
+    # a Bridge row "w/o MTP" is the model without it
+    bridge = {c.label: c for c in plan.published.cases()[0]
+              if c.source == "megatron_bridge_perf_2511"}
+    assert bridge["deepseek-v3 on 256 × GB200"].model.mtp_layers == 0
+    assert bridge["deepseek-v3 FP8-MX on 256 × B200"].model.mtp_layers == 1
