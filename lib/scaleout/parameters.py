@@ -598,7 +598,7 @@ def _agree_14(p: dict[str, Any]) -> None:
 
 
 def _agree_cluster_plan(p: dict[str, Any]) -> None:
-    from . import synthesis
+    from . import memory, synthesis
     from .report import REPORTS_DIR
 
     if p["model_name"] == "custom":
@@ -606,6 +606,7 @@ def _agree_cluster_plan(p: dict[str, Any]) -> None:
             checks.check_int(name, p[name])
         checks.check_divides("custom_heads", p["custom_heads"], "custom_hidden",
                              p["custom_hidden"])
+    memory.check_precision(p["recipe"], p["gpu_name"])
     # a measured network named relative to the report's folder, where its kernel runs
     if p["network_file"] and not Path(p["network_file"]).is_absolute():
         p = {**p, "network_file": str((REPORTS_DIR / p["network_file"]).resolve())}
@@ -788,6 +789,7 @@ SPECS: dict[str, Spec] = {
         "seq_len": Int(0, 1_048_576), "tokens": Number(1e6, 1e15, open_low=True),
         "gpu_name": GPU, "n_gpus": Int(1, MAX_GPUS), "gpus_per_node": Int(0, 1024),
         "global_batch": Int(1, 10**7), "flash_attention": Flag(), "uneven_layers": Flag(),
+        "recipe": RECIPE,
         "framework": Choice(_frameworks), "network_file": Text(max_len=4096),
         "network_name": OPTIONAL_PORT, "planes": Int(1, 64),
         "oversubscription": Number(1.0, 64.0), "switch_name": Choice(_switches, empty=True),

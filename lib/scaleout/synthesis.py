@@ -896,7 +896,8 @@ def report_cluster(p: Mapping[str, Any]) -> ClusterPlan:
     runs before a kernel starts (:mod:`scaleout.parameters`), so both compute the same
     cluster: :func:`cluster_plan` with the report's options (0 or "" meaning "the usual").
     A ``network_file`` (``./workbook calibrate``, read as data) replaces the datasheet links of
-    the step-time model with the measured ones; a ``framework`` names the preset assumed.
+    the step-time model with the measured ones; a ``framework`` names the preset assumed; a
+    ``recipe`` (:data:`scaleout.memory.RECIPES`, e.g. an FP8 one) sets the precision.
     """
     model = report_model(p)
     options: dict[str, Any] = {}
@@ -910,6 +911,8 @@ def report_cluster(p: Mapping[str, Any]) -> ClusterPlan:
                        calibration=measured.plan_calibration())
     if p.get("framework"):
         options["framework"] = p["framework"]
+    if p.get("recipe"):
+        options["recipe"] = p["recipe"]
     return cluster_plan(
         model, p["gpu_name"], p["n_gpus"], p["global_batch"], p["tokens"],
         gpus_per_node=gpus_per_node, inter=p["network_name"] or None,
