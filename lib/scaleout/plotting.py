@@ -56,6 +56,7 @@ __all__ = [
     "WALK_COLORS",
     "HumanFigure",
     "activation_lines",
+    "bars",
     "bubble_curves",
     "clos_diagram",
     "collective_time_vs_gpus",
@@ -65,10 +66,12 @@ __all__ = [
     "expert_map",
     "failure_rates",
     "generation_cost_lines",
+    "histogram",
     "holding_bars_svg",
     "incast_queue",
     "incast_victim",
     "labelled_hbars",
+    "lines",
     "link_colors",
     "load_balance_lines",
     "memory_bars",
@@ -83,6 +86,7 @@ __all__ = [
     "rooflines",
     "run_timeline",
     "scaling_lines",
+    "scatter",
     "stage_bars",
     "step_in_words",
     "tp_sweep_lines",
@@ -212,23 +216,43 @@ def lines(ax: Axes, x, ys: Mapping[str, Any], *, xlabel: str, ylabel: str, title
           xscale: str = "linear", yscale: str = "linear", xbase: float = 10,
           colors: Mapping[str, str] | None = None,
           dashed: Collection[str] = (), marker: str | None = None,
+          styles: Mapping[str, str] | None = None, bold: Collection[str] = (),
+          points: Mapping[str, tuple[Any, Any]] | None = None,
           hlines: Mapping[str, float] | None = None, mark_x: float | None = None,
-          mark_label: str = "", ylim: tuple[float, float] | None = None,
+          mark_label: str = "", xspan: tuple[float, float, str] | None = None,
+          ylim: tuple[float, float] | None = None,
           legend: str | None = "outside") -> None:
     """One line per entry of ``ys`` (label -> values at ``x``), the notebooks' plain line chart.
 
     Like d2l's ``plot``: a cell computes its curves with the library and hands them over in
-    one call. Lines named in ``colors`` take that colour (the rest matplotlib's cycle), those
-    in ``dashed`` are dashed; ``hlines`` (label -> y) are dashed black reference lines
-    (capacities, budgets) named in the legend; ``mark_x`` draws a dotted grey line at the
-    reader's setting with ``mark_label`` beside it. Axes are ``xscale``/``yscale`` (a log
-    x axis in powers of ``xbase``), with a light major grid and the legend ``"outside"`` (or
-    a matplotlib location, or None).
+    one call. ``x`` is shared, or a mapping label -> x of that line (measurements taken at
+    their own sizes). Lines named in ``colors`` take that colour (the rest matplotlib's
+    cycle), those in ``dashed`` are dashed, those in ``bold`` thicker (the reader's
+    setting); ``styles`` gives a line a matplotlib format instead (``"o"`` dots only,
+    ``"x"``, ``"o-"``, ``":"``). Labels starting with ``_`` stay out of the legend.
+    ``points`` (label of a line -> ``(xs, ys)``) are dots with a black edge in that line's
+    colour: simulated estimates or optima on top of a formula's curve. ``hlines``
+    (label -> y) are dashed black reference lines (capacities, budgets) named in the legend;
+    ``mark_x`` draws a dotted grey line at the reader's setting with ``mark_label`` beside
+    it; ``xspan`` ``(lo, hi, label)`` shades a range of x in grey. Axes are
+    ``xscale``/``yscale`` (a log x axis in powers of ``xbase``), with a light major grid and
+    the legend ``"outside"`` (or a matplotlib location, or None).
     """
+    drawn = {}
     for label, y in ys.items():
-        ax.plot(x, y, marker=marker, markersize=4 if marker else None,
-                linestyle="--" if label in dashed else "-",
-                color=(colors or {}).get(label), label=label)
+        xs = x[label] if isinstance(x, Mapping) else x
+        style = (styles or {}).get(label)
+        kw: dict[str, Any] = {"color": (colors or {}).get(label), "label": label}
+        if label in bold:
+            kw["linewidth"] = 2.5
+        if style is not None:
+            (drawn[label],) = ax.plot(xs, y, style, markersize=5, **kw)
+        else:
+            (drawn[label],) = ax.plot(xs, y, marker=marker, markersize=4 if marker else None,
+                                      linestyle="--" if label in dashed else "-", **kw)
+    for label, (px, py) in (points or {}).items():
+        ax.plot(px, py, "o", color=drawn[label].get_color(), markeredgecolor="black",
+                markersize=6, zorder=3)
     for label, y in (hlines or {}).items():
         ax.axhline(y, color="black", linestyle="--", linewidth=1, label=label)
     if mark_x is not None:
@@ -236,6 +260,9 @@ def lines(ax: Axes, x, ys: Mapping[str, Any], *, xlabel: str, ylabel: str, title
         if mark_label:
             ax.text(mark_x, 0.98, f" {mark_label}", transform=ax.get_xaxis_transform(),
                     fontsize=9, va="top", color="#555555")
+    if xspan is not None:
+        lo, hi, label = xspan
+        ax.axvspan(lo, hi, color="gray", alpha=0.12, label=label)
     if xscale == "log":
         ax.set_xscale("log", base=xbase)
     else:
@@ -243,6 +270,80 @@ def lines(ax: Axes, x, ys: Mapping[str, Any], *, xlabel: str, ylabel: str, title
     ax.set_yscale(yscale)
     if ylim is not None:
         ax.set_ylim(*ylim)
+    _finish(ax, title, xlabel=xlabel, ylabel=ylabel, legend=legend)
+
+
+def bars(ax: Axes, categories: Sequence[Any], values: Mapping[str, Sequence[float]], *,
+         ylabel: str, xlabel: str = "", title: str = "",
+         colors: Mapping[str, str] | None = None, overlay: bool = False,
+         hlines: Mapping[str, float] | None = None, yscale: str = "linear",
+         legend: str | None = "outside") -> None:
+    """Vertical bars, one series per entry of ``values`` (label -> one value per category).
+
+    The series stand side by side in each category (grouped bars), or with ``overlay`` all
+    at the category itself, full width, the later ones slightly see-through (the same
+    quantity in two cases: expert loads skewed and balanced). String ``categories`` become
+    the tick labels; numeric ones are positions on a numeric axis (many experts, ticks left
+    to matplotlib). Series named in ``colors`` take that colour; ``hlines`` (label -> y) are
+    dashed black reference lines named in the legend (a mean, the compute time).
+    """
+    numeric = all(isinstance(c, int | float | np.integer | np.floating) for c in categories)
+    pos = np.asarray(categories, dtype=float) if numeric else np.arange(len(categories))
+    n = len(values)
+    width = 1.0 if overlay else 0.8 / max(n, 1)
+    for i, (label, v) in enumerate(values.items()):
+        shift = 0.0 if overlay else (i - (n - 1) / 2) * width
+        ax.bar(pos + shift, np.asarray(v, dtype=float), width=width, label=label,
+               color=(colors or {}).get(label), alpha=0.8 if overlay and i else 1.0)
+    if not numeric:
+        ax.set_xticks(pos, [str(c) for c in categories])
+    for label, y in (hlines or {}).items():
+        ax.axhline(y, color="black", linestyle="--", linewidth=1, label=label)
+    ax.set_yscale(yscale)
+    _finish(ax, title, xlabel=xlabel, ylabel=ylabel, legend=legend, grid=None)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+
+
+def histogram(ax: Axes, values, *, xlabel: str, ylabel: str = "count", title: str = "",
+              bins: int = 40, color: str = "#2ca02c",
+              vlines: Mapping[str, float] | None = None,
+              legend: str | None = "upper left") -> None:
+    """How ``values`` spread: a histogram of ``bins`` bars in ``color``, with ``vlines``
+    (label -> x, e.g. a model's prediction) as dashed black lines named in the legend."""
+    ax.hist(np.asarray(values, dtype=float), bins=bins, color=color, alpha=0.8)
+    for label, xv in (vlines or {}).items():
+        ax.axvline(xv, color="black", linestyle="--", linewidth=1, label=label)
+    _finish(ax, title, xlabel=xlabel, ylabel=ylabel, legend=legend if vlines else None,
+            grid=None)
+
+
+def scatter(ax: Axes, groups: Mapping[str, tuple[Any, Any]], *, xlabel: str, ylabel: str,
+            title: str = "", colors: Mapping[str, str] | None = None,
+            markers: Mapping[str, str] | None = None,
+            names: Mapping[str, Sequence[str]] | None = None, below: Collection[str] = (),
+            lines: Mapping[str, tuple[Any, Any]] | None = None, xscale: str = "linear",
+            yscale: str = "linear", legend: str | None = "upper left") -> None:
+    """Points in labelled groups (label -> ``(xs, ys)``), each group in its own colour and
+    marker (``colors``, ``markers``), named in the legend.
+
+    ``names`` gives a group's points their words (one per point; ``""`` leaves one
+    unnamed), written beside the point, or under it for names in ``below``; ``lines``
+    (label -> ``(xs, ys)``) are dashed grey reference lines (a rule the points are read
+    against).
+    """
+    for label, (xs, ys) in groups.items():
+        ax.scatter(xs, ys, marker=(markers or {}).get(label, "o"),
+                   color=(colors or {}).get(label), s=40, label=label, zorder=3)
+        for name, xv, yv in zip((names or {}).get(label, ()), np.ravel(xs), np.ravel(ys),
+                                strict=False):
+            if name:
+                ax.annotate(name, (xv, yv), fontsize=8, textcoords="offset points",
+                            xytext=(4, -11 if name in below else 3))
+    for label, (xs, ys) in (lines or {}).items():
+        ax.plot(xs, ys, color="#888888", linestyle="--", label=label)
+    ax.set_xscale(xscale)
+    ax.set_yscale(yscale)
     _finish(ax, title, xlabel=xlabel, ylabel=ylabel, legend=legend)
 
 
@@ -723,27 +824,18 @@ def bubble_curves(ax: Axes, curves: dict[str, tuple[list[float], list[float]]],
 
 def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str = "",
                line: float | None = None, line_label: str = "") -> None:
-    """Grouped vertical bars, one group per pipeline stage, one bar per labelled series.
+    """Grouped vertical bars, one group per pipeline stage, one bar per labelled series
+    (:func:`bars`).
 
     ``groups`` maps a series label to one value per stage; ``line`` draws a dashed
     horizontal reference (a GPU's capacity).
     """
     ax.clear()
-    n = len(groups)
-    width = 0.8 / max(n, 1)
-    colors = ("#1f77b4", "#d62728", "#9467bd", "#2ca02c")
-    for i, (label, values) in enumerate(groups.items()):
-        xs = [s + (i - (n - 1) / 2) * width for s in range(len(values))]
-        ax.bar(xs, values, width=width, label=label, color=colors[i % len(colors)])
     stages = len(next(iter(groups.values()))) if groups else 0
-    ax.set_xticks(range(stages), [str(s) for s in range(stages)], fontsize=9)
-    ax.set_xlabel("pipeline stage")
-    if line is not None:
-        ax.axhline(line, color="black", linestyle="--", linewidth=1, label=line_label or None)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=9, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    if title:
-        ax.set_title(title, fontsize=11)
+    cycle = ("#1f77b4", "#d62728", "#9467bd", "#2ca02c")
+    bars(ax, [str(s) for s in range(stages)], groups, xlabel="pipeline stage", ylabel=ylabel,
+         title=title, colors={k: cycle[i % len(cycle)] for i, k in enumerate(groups)},
+         hlines=None if line is None else {line_label or "_line": line})
 
 
 #: One colour per plane of a multi-plane fabric (drawn in this order).

@@ -1,5 +1,5 @@
-"""Helpers shared by the unit tests (imported as ``support``; pytest puts this folder on the
-import path, as it does for every test folder without an ``__init__.py``)."""
+"""Helpers shared by the unit tests, imported as ``support``: this folder's ``conftest.py``
+puts the folder on the import path, whatever pytest's import mode or working directory."""
 
 from __future__ import annotations
 

@@ -300,3 +300,122 @@ def test_lines_log_x_in_powers_of_two():
                    xscale="log", xbase=2)
     assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
     assert {"2", "4", "8", "16"} <= set(_ticks(fig, ax.xaxis))
+
+
+def test_lines_with_own_x_formats_bold_points_and_a_shaded_span():
+    fig, ax = plotting.new_figure()
+    x_a, x_b = np.array([1.0, 10.0, 100.0]), np.array([2.0, 20.0])
+    plotting.lines(ax, {"measured": x_a, "fit": x_b, "_dots": x_a},
+                   {"measured": [1, 2, 3], "fit": [4, 5], "_dots": [7, 8, 9]},
+                   xlabel="S", ylabel="µs", styles={"measured": "x", "fit": ":"},
+                   bold=["fit"], colors={"fit": "#d62728"},
+                   points={"fit": ([3.0], [4.5])}, xspan=(50.0, 200.0, "bandwidth-bound"),
+                   xscale="log", legend="upper left")
+    measured, fit, _dots, point = ax.get_lines()
+    assert list(measured.get_xdata()) == list(x_a) and list(fit.get_xdata()) == list(x_b)
+    assert measured.get_marker() == "x" and measured.get_linestyle() == "None"
+    assert fit.get_linestyle() == ":" and fit.get_linewidth() == 2.5
+    assert measured.get_linewidth() != 2.5
+    # the point takes its line's colour, with a black edge, and is not in the legend
+    assert to_hex(point.get_color()) == "#d62728" == to_hex(fit.get_color())
+    assert to_hex(point.get_markeredgecolor()) == "#000000"
+    assert (list(point.get_xdata()), list(point.get_ydata())) == ([3.0], [4.5])
+    (span,) = ax.patches
+    assert np.allclose(span.get_x(), 50.0) and np.allclose(span.get_x() + span.get_width(), 200.0)
+    assert _legend(ax) == ["measured", "fit", "bandwidth-bound"]  # no "_dots", no point
+    _drawn(fig)
+
+
+def test_lines_points_need_a_line_of_that_name():
+    _fig, ax = plotting.new_figure()
+    with pytest.raises(KeyError, match="other"):
+        plotting.lines(ax, [1, 2], {"one": [1, 2]}, xlabel="x", ylabel="y",
+                       points={"other": ([1], [1])})
+
+
+def _bar_rects(ax):
+    return [p for p in ax.patches if p.get_width() > 0]
+
+
+def test_bars_are_grouped_per_category_with_their_colours_and_reference():
+    fig, ax = plotting.new_figure()
+    plotting.bars(ax, ["IB", "RoCE", "TCP"],
+                  {"ZeRO-0": [1.0, 2.0, 8.0], "ZeRO-3": [1.5, 3.0, 12.0]},
+                  ylabel="s", xlabel="network", title="comm",
+                  colors={"ZeRO-0": "#ff7f0e", "ZeRO-3": "#1f77b4"}, hlines={"compute": 2.5},
+                  legend="upper left")
+    rects = _bar_rects(ax)
+    assert len(rects) == 6
+    assert [r.get_height() for r in rects] == [1.0, 2.0, 8.0, 1.5, 3.0, 12.0]
+    assert {to_hex(r.get_facecolor()) for r in rects[:3]} == {"#ff7f0e"}
+    assert {to_hex(r.get_facecolor()) for r in rects[3:]} == {"#1f77b4"}
+    # side by side: each category's two bars do not overlap and centre on the category
+    centres = [r.get_x() + r.get_width() / 2 for r in rects]
+    assert np.allclose(centres, [-0.2, 0.8, 1.8, 0.2, 1.2, 2.2])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["IB", "RoCE", "TCP"]
+    (ref,) = ax.get_lines()
+    assert ref.get_ydata()[0] == 2.5 and ref.get_linestyle() == "--"
+    assert _legend(ax) == ["compute", "ZeRO-0", "ZeRO-3"]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("network", "s", "comm")
+    _drawn(fig)
+
+
+def test_bars_overlay_on_numeric_categories():
+    fig, ax = plotting.new_figure()
+    plotting.bars(ax, list(range(8)), {"skewed": [9, 1, 1, 1, 1, 1, 1, 1],
+                                       "balanced": [2] * 8}, ylabel="tokens", overlay=True)
+    rects = _bar_rects(ax)
+    assert len(rects) == 16 and all(r.get_width() == 1.0 for r in rects)
+    assert [r.get_x() + 0.5 for r in rects[:8]] == [r.get_x() + 0.5 for r in rects[8:]] \
+        == list(range(8))
+    assert rects[0].get_alpha() in (None, 1.0) and rects[8].get_alpha() == 0.8
+    assert rects[0].get_height() == 9 and rects[8].get_height() == 2
+    assert "0" in _ticks(fig, ax.xaxis)  # a numeric axis, ticks from matplotlib
+
+
+def test_stage_bars_draws_grouped_bars_with_the_capacity_line():
+    _fig, ax = plotting.new_figure()
+    plotting.stage_bars(ax, {"1F1B": [4.0, 3.0], "GPipe": [8.0, 8.0]}, ylabel="GiB",
+                        line=6.0, line_label="HBM")
+    assert [r.get_height() for r in _bar_rects(ax)] == [4.0, 3.0, 8.0, 8.0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1"]
+    assert ax.get_xlabel() == "pipeline stage" and _legend(ax) == ["HBM", "1F1B", "GPipe"]
+
+
+def test_histogram_counts_the_values_and_marks_the_reference():
+    fig, ax = plotting.new_figure()
+    values = np.array([1.0, 1.1, 1.2, 5.0, 5.1, 9.0])
+    plotting.histogram(ax, values, bins=4, xlabel="goodput (%)", ylabel="runs",
+                       color="#2ca02c", vlines={"model": 4.0}, title="runs")
+    rects = _bar_rects(ax)
+    assert len(rects) == 4 and sum(r.get_height() for r in rects) == len(values)
+    assert [r.get_height() for r in rects] == [3, 0, 2, 1]
+    assert {to_hex(r.get_facecolor()) for r in rects} == {"#2ca02c"}
+    (ref,) = ax.get_lines()
+    assert ref.get_xdata()[0] == 4.0 and _legend(ax) == ["model"]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("goodput (%)", "runs", "runs")
+    _drawn(fig)
+    _fig, ax = plotting.new_figure()
+    plotting.histogram(ax, values, xlabel="x")
+    assert ax.get_legend() is None and ax.get_ylabel() == "count"
+
+
+def test_scatter_draws_groups_names_and_the_reference_line():
+    fig, ax = plotting.new_figure()
+    plotting.scatter(ax, {"dense": ([8.0, 405.0], [48.0, 2430.0]), "MoE": ([30.0], [20.0])},
+                     xlabel="params", ylabel="GFLOP", colors={"dense": "#4c72b0", "MoE": "#c44e52"},
+                     markers={"MoE": "s"}, names={"dense": ["small", ""], "MoE": ["moe-30b"]},
+                     below=["moe-30b"], lines={"6N": ([1.0, 1000.0], [6.0, 6000.0])},
+                     xscale="log", yscale="log")
+    dense, moe = ax.collections
+    assert np.allclose(dense.get_offsets(), [[8, 48], [405, 2430]])
+    assert to_hex(dense.get_facecolor()[0]) == "#4c72b0"
+    assert to_hex(moe.get_facecolor()[0]) == "#c44e52"
+    assert [t.get_text() for t in ax.texts] == ["small", "moe-30b"]  # the unnamed point stays bare
+    small, below = ax.texts
+    assert small.xyann[1] > 0 > below.xyann[1]
+    (ref,) = ax.get_lines()
+    assert ref.get_linestyle() == "--" and list(ref.get_ydata()) == [6.0, 6000.0]
+    assert _legend(ax) == ["dense", "MoE", "6N"]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    _drawn(fig)
