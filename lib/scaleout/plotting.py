@@ -1028,12 +1028,17 @@ def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
     """Memory per GPU and seconds per iteration of a search's ``k`` best plans, as SVG.
 
     ``search`` is a :class:`scaleout.plan.SearchResult`; the best plan is drawn in bold,
-    HBM capacity as a dashed line; the parts of an iteration are named in words.
+    HBM capacity as a dashed line; the parts of an iteration are named in words, those that
+    no plan shown has left out; context and expert parallelism appear in a label above 1.
     """
     a = search.arrays
     idx = search.order[:k]
-    labels = [f"#{r + 1} TP{a['tp'][i]} PP{a['pp'][i]} DP{a['dp'][i]}"
-              for r, i in enumerate(idx)]
+    def extra(i, key: str) -> str:
+        value = int(a[key][i]) if key in a else 1
+        return f" {key.upper()}{value}" if value > 1 else ""
+
+    labels = [f"#{r + 1} TP{a['tp'][i]}{extra(i, 'cp')} PP{a['pp'][i]} DP{a['dp'][i]}"
+              f"{extra(i, 'ep')}" for r, i in enumerate(idx)]
     gib = 2.0**30
     pairs = list(zip(labels, idx, strict=True))
     mem = {lab: _in_words({part: a[f"{part}_bytes"][i] / gib for part in PLAN_MEMORY_COLORS})
@@ -1044,10 +1049,13 @@ def plan_bars_svg(search, k: int = 5, title: str = "") -> bytes:
         marker_label=f"HBM {formatting.sig(cap)} GiB" if cap else "",
         xlabel="memory per GPU (GiB)", title=title or "Memory per GPU of the best plans",
         highlight=labels[0] if labels else None, width=720, row_height=28)
-    step = {lab: step_in_words({p: float(a[f"{p}_s"][i]) for p in STEP_COLORS})
+    # only the parts some plan has: a dense model's chart names no all-to-all
+    present = [p for p in STEP_COLORS if any(float(a[f"{p}_s"][i]) > 0 for i in idx)]
+    step = {lab: step_in_words({p: float(a[f"{p}_s"][i]) for p in present})
             for lab, i in pairs}
     bottom = svgchart.stacked_hbars(
-        step, STEP_WORD_COLORS, xlabel="seconds per iteration",
+        step, {STEP_LABELS[p]: STEP_COLORS[p] for p in present},
+        xlabel="seconds per iteration",
         title="Where an iteration's time goes",
         highlight=labels[0] if labels else None, width=720, row_height=28)
     return svgchart.vstack([top, bottom])

@@ -419,3 +419,22 @@ def test_scatter_draws_groups_names_and_the_reference_line():
     assert _legend(ax) == ["dense", "MoE", "6N"]
     assert ax.get_xscale() == ax.get_yscale() == "log"
     _drawn(fig)
+
+
+def test_plan_bars_name_only_the_parts_a_plan_has_and_label_cp_and_ep():
+    from scaleout import plan
+
+    dense = plan.search("gpt3-175b", "A100-SXM4-80GB", 1024, global_batch=1536,
+                        framework="megatron-lm-2021")
+    text = plotting.plan_bars_svg(dense, k=3).decode()
+    # GPT-3 on A100s under Megatron-LM 2021 (no overlap of the TP all-reduces): tensor
+    # parallelism and a pipeline, no experts and no split sequence
+    assert "tensor-parallel all-reduces" in text and "pipeline bubble" in text
+    assert "expert all-to-alls" not in text and "ring-attention exchange" not in text
+    assert "#1 TP" in text and " EP" not in text and " CP" not in text
+    moe = plan.search("mixtral-8x7b", "H100-SXM5-80GB", 64, global_batch=512, seq_len=4096)
+    best = moe.plan()
+    text = plotting.plan_bars_svg(moe, k=3).decode()
+    assert (f"EP{best.ep}" in text) == (best.ep > 1)
+    assert ("expert all-to-alls" in text) == any(
+        moe.arrays["ep_comm_s"][i] > 0 for i in moe.order[:3])
