@@ -213,7 +213,8 @@ def stacked_hbars(
     rows
         ``{row label: {segment: value}}``; segments are drawn in ``colors`` order.
     colors
-        ``{segment: css colour}``; also the legend (wrapped onto rows as needed).
+        ``{segment: css colour}``; also the legend (wrapped onto rows as needed), which
+        names only the segments some row has above zero.
     marker
         An x value drawn as a dashed vertical line (a capacity, a budget).
     highlight
@@ -244,7 +245,9 @@ def stacked_hbars(
     top = _title_height(title_lines, title_size) + (18 if marker_label else 0) + 6
     top = max(top, 24.0)
     plot_w = width - left - right
-    legend_items = [(name, color, "box") for name, color in colors.items()]
+    # the legend names the segments some row has: a part that is zero everywhere is not drawn
+    legend_items = [(name, color, "box") for name, color in colors.items()
+                    if any(float(segs.get(name, 0.0)) > 0 for segs in rows.values())]
     n_legend = _legend_rows([(n, "box") for n, _c, _k in legend_items], left, width)
     bottom = top + row_height * len(rows)
     height = bottom + 58 + 20 * (n_legend - 1) - (0 if xlabel else 14)

@@ -22,3 +22,13 @@ def test_integer_ticks_for_counts():
     assert svgchart.nice_ticks(2, integer=True) == [0, 1, 2]
     assert all(float(t).is_integer() for t in svgchart.nice_ticks(7, integer=True))
     assert svgchart.nice_ticks(2) == [0, 0.5, 1.0, 1.5, 2.0]
+
+
+def test_stacked_hbars_legend_names_only_segments_some_row_has():
+    from scaleout import svgchart
+
+    svg = svgchart.stacked_hbars(
+        {"a": {"x": 1.0, "y": 0.0, "z": 2.0}, "b": {"x": 0.5, "y": 0.0}},
+        {"x": "#111111", "y": "#222222", "z": "#333333"}).decode()
+    assert ">x</text>" in svg and ">z</text>" in svg
+    assert ">y</text>" not in svg and "#222222" not in svg
