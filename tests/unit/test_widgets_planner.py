@@ -247,4 +247,5 @@ def test_copy_as_a_framework_that_cannot_run_the_plan_says_so(explorer):
     explorer.export_choice.value = "deepspeed"
     assert explorer.export_text.startswith("DeepSpeed cannot run")
     assert explorer.export_text.count(". ") == 0 and explorer.export_text.endswith(".")
+    assert "No DeepSpeed settings for the best plan" in explorer.export_box.value
     assert explorer.error is None

@@ -35,11 +35,11 @@ CONFIG_PREFIX = "config: "
 EXPORTS = (("Megatron-LM", "megatron"), ("torchtitan", "torchtitan"), ("DeepSpeed", "deepspeed"))
 _EXPORT_STYLE = """
 <style>
-.so-config-row, .so-export-row {gap:6px 12px; align-items:flex-start; width:100%;
-  max-width:100%; margin:4px 0}
+.so-config-row, .so-export-row {gap:6px 12px; align-items:flex-start; max-width:100%;
+  margin:4px 0; box-sizing:border-box}
 .so-config-row > .so-config-text {flex:1 1 320px; min-width:0; max-width:720px}
 .so-config-row .so-config-text textarea {font-family:monospace; font-size:12px}
-.so-export-box {width:100%; max-width:100%; min-width:0}
+.so-export-box {max-width:100%; min-width:0; box-sizing:border-box}
 .so-export-box textarea.so-export-text {width:100%; max-width:100%; box-sizing:border-box;
   font-family:monospace; font-size:12px; line-height:1.35; white-space:pre-wrap;
   overflow-wrap:anywhere; resize:vertical; background:#fafafa; border:1px solid #ccc;
@@ -118,7 +118,7 @@ class PlannerExplorer(Explorer):
                                  self.export_choice],
                                 layout=W.Layout(display="flex", flex_flow="row wrap"))
         self.export_row.add_class("so-export-row")
-        self.export_box = W.HTML(layout=W.Layout(width="100%"))
+        self.export_box = W.HTML(layout=W.Layout(width="auto"))
         self.export_box.add_class("so-export-box")
 
     @property
@@ -251,23 +251,25 @@ class PlannerExplorer(Explorer):
         self._spec = self._model(v)
         return result
 
-    def _export(self) -> str:
-        """The best plan in the "copy as" framework's terms, or why it cannot run there."""
+    def _export(self) -> tuple[str, bool]:
+        """The best plan in the "copy as" framework's terms, or why it cannot run there
+        (and whether it can)."""
         try:
             return configs.export_plan(self.export_choice.value, self.best.plan, self._spec,
-                                       result=self.best)
+                                       result=self.best), True
         except configs.UnsupportedPlanError as exc:  # one sentence naming framework and setting
-            return str(exc) if str(exc).endswith(".") else f"{exc}."
+            return (str(exc) if str(exc).endswith(".") else f"{exc}."), False
 
     def _show_export(self) -> None:
         if getattr(self, "best", None) is None:
             return
-        self.export_text = self._export()
+        self.export_text, runs = self._export()
         rows = min(max(self.export_text.count("\n") + 1, 2), 18)
         label = dict((v, k) for k, v in EXPORTS)[self.export_choice.value]
+        note = (f"{label} settings of the best plan (select the text and copy it):" if runs
+                else f"No {label} settings for the best plan:")
         self.export_box.value = (
-            f'<p class="so-export-note">{html.escape(label)} settings of the best plan '
-            f"(select the text and copy it):</p>"
+            f'<p class="so-export-note">{html.escape(note)}</p>'
             f'<textarea class="so-export-text" readonly rows="{rows}" spellcheck="false">'
             f"{html.escape(self.export_text)}</textarea>")
 
