@@ -75,6 +75,14 @@ class PlannerExplorer(Explorer):
     ``./workbook calibrate``) adds a network entry "measured: ..." that uses its fitted
     links (inside and between nodes, at the GPUs per node chosen) and collectives at the
     measured rate.
+
+    Load a config: ``config_text`` (a pasted Hugging Face ``config.json``) and
+    ``load_button`` call :meth:`load_config`; ``config_upload`` (a ``.json`` file) fills the
+    text box and loads it at once. The model menu gains ``"config: <name>"``; ``configs``
+    holds each loaded spec and its :class:`scaleout.configs.ModelImport`. Copy as:
+    ``export_choice`` (:data:`EXPORTS`) picks the framework; ``export_text`` is the best
+    plan in its terms (:func:`scaleout.configs.export_plan`), or the one sentence saying
+    why it cannot run the plan, shown read-only in ``export_box`` on every redraw.
     """
 
     def __init__(self, measured=None, **initial: Any) -> None:
