@@ -6,6 +6,10 @@ a token budget; see the ranked plans that fit as a table, the best plans' memory
 step-time breakdowns as charts, the winner's training time, and in words why it wins.
 All numbers come from :func:`scaleout.plan.search`; charts are SVG
 (:func:`scaleout.plotting.plan_bars_svg`).
+
+A Hugging Face ``config.json`` (pasted, or uploaded as a file) becomes the model with
+"load" (:func:`scaleout.configs.load_model`, read as data only), and the best plan is
+shown as a framework's settings to copy (:func:`scaleout.configs.export_plan`).
 """
 
 from __future__ import annotations
@@ -17,14 +21,32 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import catalog, plan, plotting, units
+from .. import catalog, configs, plan, plotting, units
 from .. import formatting as fmt
 from ..render import html_table
 from .common import Explorer
 
-__all__ = ["CUSTOM", "GPU_COUNTS", "USUAL", "PlannerExplorer"]
+__all__ = ["CONFIG_PREFIX", "CUSTOM", "EXPORTS", "GPU_COUNTS", "USUAL", "PlannerExplorer"]
 
 CUSTOM = "custom"
+#: Model menu entries of loaded configs start with this.
+CONFIG_PREFIX = "config: "
+#: "Copy as" menu: (label, :data:`scaleout.configs.FRAMEWORKS` name).
+EXPORTS = (("Megatron-LM", "megatron"), ("torchtitan", "torchtitan"), ("DeepSpeed", "deepspeed"))
+_EXPORT_STYLE = """
+<style>
+.so-config-row, .so-export-row {gap:6px 12px; align-items:flex-start; max-width:100%;
+  margin:4px 0; box-sizing:border-box}
+.so-config-row > .so-config-text {flex:1 1 320px; min-width:0; max-width:720px}
+.so-config-row .so-config-text textarea {font-family:monospace; font-size:12px}
+.so-export-box {max-width:100%; min-width:0; box-sizing:border-box}
+.so-export-box textarea.so-export-text {width:100%; max-width:100%; box-sizing:border-box;
+  font-family:monospace; font-size:12px; line-height:1.35; white-space:pre-wrap;
+  overflow-wrap:anywhere; resize:vertical; background:#fafafa; border:1px solid #ccc;
+  padding:4px 6px}
+.so-export-box .so-export-note {margin:2px 0; color:#555}
+</style>
+"""
 #: Network menu entry for the GPU's usual port (``scaleout.plan.default_network``).
 USUAL = "the GPU's usual port"
 #: GPU counts offered: powers of two, the counts of published runs, and whole NVL72 racks.
@@ -53,11 +75,59 @@ class PlannerExplorer(Explorer):
     ``./workbook calibrate``) adds a network entry "measured: ..." that uses its fitted
     links (inside and between nodes, at the GPUs per node chosen) and collectives at the
     measured rate.
+
+    Load a config: ``config_text`` (a pasted Hugging Face ``config.json``) and
+    ``load_button`` call :meth:`load_config`; ``config_upload`` (a ``.json`` file) fills the
+    text box and loads it at once. The model menu gains ``"config: <name>"``; ``configs``
+    holds each loaded spec and its :class:`scaleout.configs.ModelImport`. Copy as:
+    ``export_choice`` (:data:`EXPORTS`) picks the framework; ``export_text`` is the best
+    plan in its terms (:func:`scaleout.configs.export_plan`), or the one sentence saying
+    why it cannot run the plan, shown read-only in ``export_box`` on every redraw.
     """
 
     def __init__(self, measured=None, **initial: Any) -> None:
         self.measured = measured
+        #: loaded configs by model-menu entry: (spec, :class:`scaleout.configs.ModelImport`)
+        self.configs: dict[str, tuple[catalog.ModelSpec, configs.ModelImport]] = {}
+        self.export_text = ""
+        self._build_config_and_export()
         super().__init__(**initial)
+        head, grid, *rest = self.view.children
+        self.view.children = (head, grid, self.config_row, *rest, self.export_row,
+                              self.export_box)
+
+    def _build_config_and_export(self) -> None:
+        """The "load a config" row and the "copy as" menu and box (outside the search's
+        controls: neither changes the plans by itself)."""
+        self.config_text = W.Textarea(
+            placeholder="paste a Hugging Face config.json here, then press load",
+            rows=3, layout=W.Layout(width="auto"))
+        self.config_upload = W.FileUpload(accept=".json", multiple=False,
+                                          description="upload .json",
+                                          layout=W.Layout(width="auto"))
+        self.load_button = W.Button(description="load", button_style="primary",
+                                    tooltip="plan the model of the pasted config.json",
+                                    layout=W.Layout(width="auto"))
+        self.config_text.add_class("so-config-text")
+        self.config_upload.add_class("so-config-upload")
+        self.load_button.add_class("so-config-load")
+        self.load_button.on_click(lambda _button: self.load_config())
+        self.config_upload.observe(self._on_upload, names="value")
+        self.config_row = W.Box(
+            [W.HTML("<b>load a config</b>"), self.config_text, self.config_upload,
+             self.load_button],
+            layout=W.Layout(display="flex", flex_flow="row wrap"))
+        self.config_row.add_class("so-config-row")
+        self.export_choice = W.ToggleButtons(options=list(EXPORTS), value="megatron",
+                                             style={"button_width": "auto"})
+        self.export_choice.add_class("so-export-choice")
+        self.export_choice.observe(lambda _change: self._show_export(), names="value")
+        self.export_row = W.Box([W.HTML(_EXPORT_STYLE + "<b>copy the best plan as</b>"),
+                                 self.export_choice],
+                                layout=W.Layout(display="flex", flex_flow="row wrap"))
+        self.export_row.add_class("so-export-row")
+        self.export_box = W.HTML(layout=W.Layout(width="auto"))
+        self.export_box.add_class("so-export-box")
 
     @property
     def measured_label(self) -> str | None:
@@ -101,8 +171,64 @@ class PlannerExplorer(Explorer):
                                           **_WIDE),
         }
 
+    # -- loading a config -------------------------------------------------------------------
+    def _on_upload(self, change: Mapping[str, Any]) -> None:
+        files = change["new"]
+        if not files:
+            return
+        upload = files[0] if isinstance(files, list | tuple) else next(iter(files.values()))
+        try:
+            text = bytes(upload["content"]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._fail(f"config not loaded: {upload.get('name', 'the file')} is not UTF-8 "
+                       f"text ({exc.reason})")
+            return
+        self.config_text.value = text
+        self.config_upload.value = ()  # the same file may be chosen again
+        stem = str(upload.get("name", "")).removesuffix(".json").removesuffix(".config")
+        self.load_config(name=stem or None)
+
+    def load_config(self, text: str | None = None, name: str | None = None) -> None:
+        """Plan the model of a ``config.json``'s text (default: the text box's).
+
+        The model menu gains ``"config: <name>"`` and selects it; the readout lists the
+        values the importer assumed. A malformed, unsupported or unplannable config
+        leaves everything as it was and shows the library's message in the status line.
+        """
+        text = self.config_text.value if text is None else text
+        try:
+            if not text.strip().startswith("{"):
+                raise ValueError("config: paste the text of a Hugging Face config.json (a "
+                                 "JSON object, starting with '{'), or upload the file")
+            spec, imported = configs.load_model(text, seq_len=self.controls["seq_len"].value)
+        except ValueError as exc:
+            self._fail(f"config not loaded: {exc}")
+            return
+        if name:
+            spec = dataclasses.replace(spec, name=name)
+        label = f"{CONFIG_PREFIX}{spec.name}"
+        self.configs[label] = (spec, imported)
+        menu = self.controls["model"]
+        if label not in menu.options:
+            menu.unobserve(self._on_change, names="value")
+            try:
+                current = menu.value
+                menu.options = [*menu.options, label]
+                menu.value = current
+            finally:
+                menu.observe(self._on_change, names="value")
+        if menu.value == label:
+            self.refresh()
+        else:
+            menu.value = label  # redraws
+        if self.error is None:
+            self.status.value = (f'<div class="so-status-ok">✓ loaded {html.escape(label)} '
+                                 f"({imported.architecture})</div>")
+
     # -- library calls only -----------------------------------------------------------------
     def _model(self, v: Mapping[str, Any]):
+        if v["model"] in self.configs:
+            return self.configs[v["model"]][0]
         if v["model"] != CUSTOM:
             return catalog.model(v["model"])
         return catalog.custom_model(v["custom_layers"], v["custom_hidden"], v["custom_heads"],
@@ -112,7 +238,8 @@ class PlannerExplorer(Explorer):
         tokens = float(v["tokens_b"]) * 1e9
         if tokens <= 0:
             raise ValueError(f"tokens (B) must be > 0 billion tokens, got {v['tokens_b']!r}")
-        key = tuple(value for name, value in sorted(v.items()) if name != "tokens_b")
+        key = (*(value for name, value in sorted(v.items()) if name != "tokens_b"),
+               self.configs.get(v["model"]))
         if key == getattr(self, "_key", None):  # only the budget changed: keep the search
             result = dataclasses.replace(self.result, tokens=tokens)
         else:
@@ -129,10 +256,57 @@ class PlannerExplorer(Explorer):
                                  framework=v["framework"])
         self.best = result.result(0)
         self._key = key
+        self._spec = self._model(v)
         return result
 
+    def _export(self) -> tuple[str, bool]:
+        """The best plan in the "copy as" framework's terms, or why it cannot run there
+        (and whether it can)."""
+        try:
+            return configs.export_plan(self.export_choice.value, self.best.plan, self._spec,
+                                       result=self.best), True
+        except configs.UnsupportedPlanError as exc:  # one sentence naming framework and setting
+            return (str(exc) if str(exc).endswith(".") else f"{exc}."), False
+
+    def _show_export(self) -> None:
+        if getattr(self, "best", None) is None:
+            return
+        self.export_text, runs = self._export()
+        rows = min(max(self.export_text.count("\n") + 1, 2), 18)
+        label = dict((v, k) for k, v in EXPORTS)[self.export_choice.value]
+        note = (f"{label} settings of the best plan (select the text and copy it):" if runs
+                else f"No {label} settings for the best plan:")
+        self.export_box.value = (
+            f'<p class="so-export-note">{html.escape(note)}</p>'
+            f'<textarea class="so-export-text" readonly rows="{rows}" spellcheck="false">'
+            f"{html.escape(self.export_text)}</textarea>")
+
     # -- drawing ----------------------------------------------------------------------------
+    def _config_note(self) -> str:
+        """What the readout says of a loaded config: where the model came from, its size
+        and the values the importer assumed."""
+        entry = self.configs.get(self.controls["model"].value)
+        if entry is None:
+            return ""
+        spec, imported = entry
+        counted = f"{fmt.large_count(imported.params_total)} parameters"
+        if imported.params_active != imported.params_total:
+            counted += f", {fmt.large_count(imported.params_active)} per token"
+        assumed = [f for f in imported.findings if f.status == configs.ASSUMED]
+        others = [f for f in imported.findings
+                  if f.status in (configs.NOT_MODELLED, configs.UNKNOWN)]
+        text = (f"<p>Model from a config.json: <b>{html.escape(spec.name)}</b> "
+                f"({html.escape(imported.architecture)}, {counted}).")
+        if assumed:
+            text += " Assumed (the file does not say): " + "; ".join(
+                f"{html.escape(f.key)} = {html.escape(repr(f.value))}" for f in assumed) + "."
+        if others:
+            text += " Not taken over: " + "; ".join(
+                f"{html.escape(f.key)} ({html.escape(f.status)})" for f in others) + "."
+        return text + "</p>"
+
     def _render(self, r: plan.SearchResult) -> str:
+        self._show_export()
         self.image.value = plotting.plan_bars_svg(
             r, k=5, title=f"{r.model} on {fmt.count(r.n_gpus)} × {r.gpu}: memory of the best plans")
         best = self.best
@@ -145,6 +319,7 @@ class PlannerExplorer(Explorer):
             col_styles=["", "min-width:12em", "", "", "", ""])
         why = "<br>".join(html.escape(line) for line in plan.explain(r, k=3).splitlines())
         return (
+            self._config_note() +
             f"<p><b>{fmt.count(r.n_fit)}</b> of {fmt.count(r.n_evaluated)} valid plans fit in "
             f"{fmt.bytes_iec(best.capacity_bytes)}. Best: <b>{html.escape(best.plan.label)}"
             f"</b>: {fmt.duration(best.step_s)} per iteration, "
