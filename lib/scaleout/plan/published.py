@@ -348,8 +348,6 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
         if run.get("variant") == "dropless" or (catalog.model(run["model"]).mtp_layers
                                                  and "variant" not in run):
             extra.append("no multi-token prediction (not stated for this row)")
-        if m.mtp_layers:
-            extra.append("the MTP module's memory not counted")
         if run["cp"] > 1:
             extra.append("context parallelism as ring attention (Megatron-Core's p2p)")
         label = (f"{m.name}{' ' + run['precision'] if run['precision'] != 'BF16' else ''} on "
@@ -386,10 +384,10 @@ def _deepseek_v3(raw: dict) -> tuple[list[Case], list[str]]:
                         run["gpu_hours_per_trillion_tokens"], predict,
                         (*run["assumed"], "micro-batch 1, 120 micro-batches per step",
                          "the final batch (15,360 sequences) throughout",
-                         "attention-only selective recomputation (the report also recomputes "
-                         "RMSNorm, MLA up-projections and SwiGLU)",
+                         "selective recomputation plus HAI-LLM's: RMSNorm, MLA up-projections "
+                         "and the MoE SwiGLU (the framework's recompute_kinds)",
                          "the MTP module (depth 1, Sec. 4.2) on the last stage with the "
-                         "output layer; its memory not counted",
+                         "output layer, its parameters in that stage's memory",
                          "the catalog's H800 links (NVLink 200 GB/s, IB NDR 50 GB/s a GPU)",
                          "balanced routing", *over),
                         recipe, good))
