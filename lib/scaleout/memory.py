@@ -40,6 +40,7 @@ __all__ = [
     "FP8_TILE_BYTES",
     "MATMUL_FORMATS",
     "RECIPES",
+    "RECOMPUTE_KINDS",
     "RECOMPUTE_MODES",
     "MemoryBreakdown",
     "ModelStateBytes",
@@ -62,6 +63,7 @@ __all__ = [
     "param_count",
     "precision_problem",
     "recompute_code",
+    "recomputed_kinds_per_layer",
     "stage_params",
     "stage_params_arrays",
     "training_memory",
@@ -608,6 +610,65 @@ def activation_shape(m: ModelSpec) -> dict[str, float]:
         qkv = (m.n_heads * m.qk_head_dim + m.kv_heads * (m.qk_head_dim + m.head_dim)) / h
     return {"kv_ratio": m.kv_heads / m.n_heads, "ffn_ratio": m.token_ffn / h,
             "gated": m.gated_mlp, "qkv_ratio": qkv, "routed_copies": k}
+
+
+#: Tensor kinds a framework may recompute in the backward pass on top of a plan's
+#: ``recompute`` mode (below full recomputation, which recomputes everything), as DeepSeek-V3
+#: does (report Sec. 3.2.3, p. 14, and Sec. 3.3.3, p. 18): ``"norms"``, the two
+#: normalisations' outputs; ``"mla_up_projections"``, multi-head latent attention's queries,
+#: keys and values, recomputed from the latent vectors; ``"moe_swiglu"``, the SwiGLU
+#: activation and product of a mixture of experts' MLPs, recomputed from the stored
+#: up-projections' outputs.
+RECOMPUTE_KINDS = ("norms", "mla_up_projections", "moe_swiglu")
+
+
+def recomputed_kinds_per_layer(kinds, m: ModelSpec, s, b, t, sp, gemm_input_bytes=2.0
+                               ) -> dict[str, np.ndarray]:
+    """What recomputing the tensor ``kinds`` (:data:`RECOMPUTE_KINDS`) changes in one layer
+    on one GPU, averaged over the layers, in the terms of :func:`activation_per_layer_arrays`
+    (Korthikanti et al. 2022's bytes per ``sbh``):
+
+    * ``freed_bytes``: the stored activations it frees: the two norm outputs (``4sbh`` at
+      the Linear inputs' bytes, outside the tensor-parallel region); MLA's Q, K and V
+      (``2 sbh qkv_ratio / t``) less the latent vectors they are recomputed from, which
+      are then stored (query latent and key-value latent with its rotary part, at the
+      Linear inputs' bytes); in an MoE layer the SwiGLU activation (``2sbf``) and product
+      (``2sbf`` at the Linear inputs' bytes), ``f`` the width a token passes through;
+    * ``traffic_bytes``: the 16-bit bytes of the memory-bound kernels run again (the
+      tensors recomputed), to be priced as the planner prices memory-bound work;
+    * ``params``: the weights multiplied again per token (MLA's up-projections: queries
+      ``q_lora_rank x heads x qk_head_dim``, keys and values ``kv_lora_rank x heads x
+      (qk_nope_head_dim + v_head_dim)``).
+
+    A kind the model does not have (MLA, an MoE layer) changes nothing.
+    """
+    bad = [k for k in kinds if k not in RECOMPUTE_KINDS]
+    if bad:
+        raise ValueError(f"recompute kinds: {bad[0]!r} is not one of {RECOMPUTE_KINDS}")
+    s, b, t = (np.asarray(x, dtype=float) for x in (s, b, t))
+    sbh = s * b * m.hidden
+    g = float(gemm_input_bytes) / 2.0
+    split_outside = np.where(sp, t, 1.0)
+    freed = np.zeros(np.broadcast(s, b, t, sp).shape)
+    traffic = np.zeros_like(freed)
+    params = 0.0
+    if "norms" in kinds:
+        freed = freed + 4.0 * g * sbh / split_outside
+        traffic = traffic + 4.0 * sbh / split_outside
+    if "mla_up_projections" in kinds and m.is_mla:
+        shape = activation_shape(m)
+        latent = (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim) / m.hidden
+        qkv = 2.0 * shape["qkv_ratio"]
+        freed = freed + (qkv - 2.0 * g * latent) * sbh / t
+        traffic = traffic + qkv * sbh / t
+        params = (m.q_lora_rank * m.n_heads * m.qk_head_dim
+                  + m.kv_lora_rank * m.n_heads * (m.qk_nope_head_dim + m.v_head_dim))
+    if "moe_swiglu" in kinds and m.is_moe and m.gated_mlp:
+        f = (m.top_k + m.shared_experts) * m.expert_ffn_hidden / m.hidden
+        share = m.moe_layers / m.n_layers
+        freed = freed + share * (2.0 + 2.0 * g) * f * sbh / t
+        traffic = traffic + share * 4.0 * f * sbh / t
+    return {"freed_bytes": freed, "traffic_bytes": traffic, "params": float(params)}
 
 
 def recompute_code(recompute: str) -> int:

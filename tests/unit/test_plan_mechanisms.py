@@ -119,7 +119,10 @@ def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
     DualPipe, 61 layers) the last stage takes a transformer layer, a 2h x h projection and a
     second pass through the output layer more. The DualPipe-aware split keeps 4 layers on
     each of the first 15 stages and 1 on the last, whose pace (GPU 0 runs stages 0 and 15)
-    is then the mean of the two; the 1F1B split would put 5 on each middle stage."""
+    is then the mean of the two. The 1F1B split weighs the last stage's output layer and MTP
+    module against one layer: without HAI-LLM's wider recomputation it puts 5 layers on each
+    middle stage and none on the last; the recomputation lengthens every layer, and 4 + 1
+    then wins there too."""
     case = next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
     m = case.model
     assert m.mtp_layers == 1
@@ -146,7 +149,8 @@ def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
     assert (out["first_layers"][0], out["last_layers"][0]) == (4, 1)
     assert (out0["first_layers"][0], out0["last_layers"][0]) == (4, 1)
     one_f1b = replace(plan.framework(case.framework), pipeline_schedule="1f1b")
-    assert run(m, one_f1b)[0]["first_layers"][0] == 5
+    assert run(m, replace(one_f1b, recompute_kinds=()))[0]["first_layers"][0] == 5
+    assert run(m, one_f1b)[0]["first_layers"][0] == 4
     # the pace: the mean of stage 0 (4 layers) and stage 15 (1 layer, the output layer,
     # the MTP module's layer and the rest of it), above a middle GPU's 4 layers
     pace = (4 * per_layer + per_layer + comp["head_s"] + per_layer) / 2
@@ -158,3 +162,92 @@ def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
               if c.source == "megatron_bridge_perf_2511"}
     assert bridge["deepseek-v3 on 256 × GB200"].model.mtp_layers == 0
     assert bridge["deepseek-v3 FP8-MX on 256 × B200"].model.mtp_layers == 1
+
+
+# ------------------------------------------------------- a framework's wider recomputation
+def _ds_case():
+    return next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
+
+
+def _ds_eval(framework, recompute="selective"):
+    c = _ds_case()
+    return plan.evaluate(c.model, c.gpu, replace(c.plan, recompute=recompute), c.network,
+                         framework=framework, recipe=c.recipe)
+
+
+def test_hai_llm_recomputes_norms_mla_up_projections_and_the_moe_swiglu():
+    """DeepSeek-V3 Sec. 3.2.3 and 3.3.3: the three kinds, each from independent arithmetic.
+    MLA's up-projections multiply 1536 x 128 x 192 + 512 x 128 x (128 + 128) weights again
+    per token; the norms free their two outputs (4 sbh at one byte, FP8); the SwiGLU frees
+    its activation (2 bytes) and product (1 byte) over the 9 x 2048 channels of the 58 MoE
+    layers of 61."""
+    fw = plan.framework("deepseek-hai-llm")
+    assert fw.recompute_kinds == memory.RECOMPUTE_KINDS
+    m = catalog.model("deepseek-v3")
+    s, h = 4096, 7168
+    one = {k: memory.recomputed_kinds_per_layer((k,), m, s, 1, 1, False, 1.0)
+           for k in memory.RECOMPUTE_KINDS}
+    assert one["mla_up_projections"]["params"] == 1536 * 128 * 192 + 512 * 128 * 256
+    assert one["norms"]["freed_bytes"] == pytest.approx(4 * 0.5 * s * h)
+    assert one["moe_swiglu"]["freed_bytes"] == pytest.approx(58 / 61 * 3 * 9 * 2048 * s)
+    q_k_v = 128 * 192 + 128 * 192 + 128 * 128  # channels of Q, K and V
+    latents = 1536 + 512 + 64
+    assert one["mla_up_projections"]["freed_bytes"] == pytest.approx(
+        (2 * q_k_v - latents) * s)
+    # a dense model without MLA has nothing of the last two
+    dense = memory.recomputed_kinds_per_layer(memory.RECOMPUTE_KINDS, catalog.model(DENSE),
+                                              s, 1, 1, False, 2.0)
+    assert dense["params"] == 0
+    assert dense["freed_bytes"] == pytest.approx(4 * s * catalog.model(DENSE).hidden)
+    with pytest.raises(ValueError, match="recompute_kinds"):
+        replace(fw, recompute_kinds=("softmax",))
+    with pytest.raises(ValueError, match="'softmax' is not one of"):
+        memory.recomputed_kinds_per_layer(("softmax",), m, s, 1, 1, False)
+
+
+def test_the_wider_recomputation_costs_time_and_frees_memory_below_full_only():
+    """Under the HAI-LLM preset the recomputation takes a few percent of the step
+    (DeepSeek-V3's layout: about 0.36 s of 16.4 s) and the activations shrink by the freed
+    bytes; under full recomputation (everything recomputed already) nothing changes."""
+    fw = plan.framework("deepseek-hai-llm")
+    without = replace(fw, recompute_kinds=())
+    wide, narrow = _ds_eval(fw), _ds_eval(without)
+    assert narrow.step["recompute"] == 0  # flash attention: selective recomputes nothing
+    assert 0.01 < wide.step["recompute"] / wide.step_s < 0.05
+    assert wide.memory["activations"] < 0.7 * narrow.memory["activations"]
+    full_w, full_n = _ds_eval(fw, "full"), _ds_eval(without, "full")
+    assert full_w.step_s == pytest.approx(full_n.step_s)
+    assert full_w.memory["activations"] == pytest.approx(full_n.memory["activations"])
+
+
+# ------------------------------------------------------------------- whole-run averages
+def test_a_whole_run_average_is_read_over_the_goodput_of_the_reliability_model():
+    """DeepSeek-V3's figure averages its whole pre-training stage (measured_over = "whole
+    run"). Llama 3's 419 interruptions in 54 days on 16,384 GPUs (52 of them counted per
+    node) scale to about 24.7 h between failures on 2,048 GPUs; the sharded checkpoint takes
+    a few seconds at 2 TB/s, the restart about 10.6 minutes: the goodput is near
+    1 - sqrt(2 delta / M) - R / M, about 98.4%. Steady-state cases keep 1.0."""
+    from scaleout import reliability
+    from scaleout.plan import published, validation
+
+    c = _ds_case()
+    mtbf_h = float(reliability.mtbf_h(2048, "llama3-405b"))
+    assert 24 < mtbf_h < 25.5
+    ck = reliability.checkpoint_plan(c.model, 2048, storage_gbytes_s=2000, tp=1, pp=16,
+                                     recipe=c.recipe)
+    restart = 600 + ck.restore_s + 30
+    first_order = 1 - (2 * ck.blocking_s / (mtbf_h * 3600)) ** 0.5 - restart / (mtbf_h * 3600)
+    assert c.goodput == pytest.approx(first_order, abs=0.002)
+    assert 0.97 < c.goodput < 0.99
+    r = plan.evaluate(c.model, c.gpu, c.plan, c.network, framework=c.framework,
+                      recipe=c.recipe)
+    steady = 1e12 / (r.tokens_per_s / c.plan.n_gpus) / 3600
+    assert c.predict(r) == pytest.approx(steady / c.goodput)
+    # the fit reads the printed number back as a steady-state step
+    printed = c.plan.global_batch * c.plan.seq_len * c.published * 3600 / 1e12 / 2048
+    assert validation._published_step_s(c) == pytest.approx(printed * c.goodput)
+    assert all(k.goodput == 1.0 for k in plan.published.cases()[0] if k is not c)
+    # more GPUs, more failures: a lower goodput
+    assert published.whole_run_goodput(c.model, replace(c.plan, dp=256), c.recipe) < c.goodput
+    with pytest.raises(ValueError, match="measured_over"):
+        published._measured_over({"measured_over": "weekly"})

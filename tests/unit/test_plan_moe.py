@@ -408,23 +408,28 @@ def rows():
 def test_deepseek_v3_against_its_report(rows):
     """DeepSeek-V3's stated layout (PP16 DualPipe, EP64 over 8 nodes, ZeRO-1, FP8) under the
     HAI-LLM preset: the all-to-alls hidden as the report says, 112 of 132 SMs computing. The
-    planner's GPU-hours per 10^12 tokens come out about 20% below the report's whole-run
-    average (the issue's target was 15%). It was 41% below before three mechanisms entered
-    the model: the H100-class GPU's measured achievable BF16 and FP8 matmul rates (to 33%),
-    the FP8 tile casts (to 29%), and the MTP module the run trained (Sec. 4.2, depth 1) on
-    the last stage with a DualPipe-aware layer split (to 20%). The average includes the
-    batch ramp, restarts, checkpoints and evaluation, and the planner leaves out DeepSeek's
-    wider recomputation and any routing imbalance; no factor closes the gap. The bound
+    planner's GPU-hours per 10^12 tokens come out about 16% below the report's whole-run
+    average (the issue's target was 15%; not reached). It was 41% below before five
+    mechanisms entered the model: the H100-class GPU's measured achievable BF16 and FP8
+    matmul rates (to 33%), the FP8 tile casts (to 29%), the MTP module the run trained
+    (Sec. 4.2, depth 1) on the last stage with a DualPipe-aware layer split (to 20%), the
+    whole-run average read over a goodput of 98.4% from the reliability model (failures at
+    Llama 3's rates on 2,048 GPUs, sharded checkpoints, MegaScale's restart; to 18.6%), and
+    HAI-LLM's recomputation of the norms, MLA up-projections and MoE SwiGLU (Sec. 3.2.3 and
+    3.3.3; to 16.2%), which also brings the stated layout inside 80 GB. The batch ramp,
+    evaluation and any routing imbalance are left out; no factor closes the gap. The bound
     states it and fails if the prediction drifts either way."""
     r = rows["deepseek-v3 pre-training on 2,048 H800"]
     assert r.published == 180_000
-    assert -23 < r.error_pct < -17, r.error_pct
+    assert -18.5 < r.error_pct < -14, r.error_pct
     case = next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
+    assert 0.97 < case.goodput < 0.99
     assert case.plan.label.startswith("TP1 PP16 DP128 EP64")
     assert case.framework == "deepseek-hai-llm" and case.recipe == "fp8-deepseek"
     res = plan.evaluate(case.model, case.gpu, case.plan, case.network, framework=case.framework,
                         recipe=case.recipe)
     assert res.step["ep_comm"] == 0  # hidden behind the other chunk's computation
+    assert res.fits  # with the framework's recomputation
 
 
 def test_long_context_llama3_row_within_15_percent(rows):
@@ -438,8 +443,10 @@ def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     mean error over the 20 runs predicted before from 74% to about 54% (the constant-MFU
     baseline's: 56%) and the FP8 dense Llama 3 rows to within 20%. With multi-token
     prediction modelled, Megatron Bridge's DeepSeek-V3 row with MTP (B200, PP16 EP8) joins
-    the group at about +80%, and the 21 runs' mean, about 55.5%, is level with the
-    baseline's 55.2%, not below it. The planner still runs faster than measured on most MoE
+    the group at about +80%, and the 21 runs' mean, about 55.3%, is level with the
+    baseline's 55.3% (55.5% and 55.2% before DeepSeek-V3's whole-run figure was read over a
+    goodput and its recomputation modelled), not below it. The planner still runs faster
+    than measured on most MoE
     rows (worst: Qwen3-30B-A3B at micro-batch 1 on B200, near 290%, which no modelled
     mechanism explains). Stated here so that a change that widens the gap fails; the dense
     16-bit runs keep their own claim (test_validation.py)."""

@@ -63,6 +63,12 @@ comm_sm_share
     The share of a GPU's streaming multiprocessors given to communication kernels that run
     beside the computation (DeepSeek-V3: 20 of the H800's 132, Sec. 3.2.2); computation runs
     on the rest.
+recompute_kinds
+    Tensor kinds (:data:`scaleout.memory.RECOMPUTE_KINDS`) the framework recomputes in the
+    backward pass on top of a plan's ``recompute`` mode (below full recomputation), instead of
+    storing them: DeepSeek-V3's HAI-LLM recomputes the normalisations, MLA's up-projections
+    and the MoE SwiGLU (Sec. 3.2.3 and 3.3.3). Their forward work is added to the recomputation
+    and their activations leave memory (:func:`scaleout.memory.recomputed_kinds_per_layer`).
 
 The overlaps and hybrid sharding are switches a user may turn off (:func:`framework`'s
 ``switches``: what a run that disabled them would do); a switch the framework does not have
@@ -75,6 +81,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ..checks import check_choice, check_range, close_matches
+from ..memory import RECOMPUTE_KINDS
 from ..units import MIB
 
 __all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "PIPELINE_SCHEDULES", "SWITCHES", "Framework",
@@ -110,6 +117,7 @@ class Framework:
     a2a_overlap: bool = False
     pipeline_schedule: str = "1f1b"
     comm_sm_share: float = 0.0
+    recompute_kinds: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -118,6 +126,8 @@ class Framework:
         check_choice("cp_variant", self.cp_variant, ("", "ring"))
         check_choice("pipeline_schedule", self.pipeline_schedule, PIPELINE_SCHEDULES)
         check_range("comm_sm_share", self.comm_sm_share, 0.0, 0.9)
+        for kind in self.recompute_kinds:
+            check_choice("recompute_kinds", kind, RECOMPUTE_KINDS)
 
     def with_switches(self, switches: Mapping[str, bool] | None) -> Framework:
         """This preset with some of its :data:`SWITCHES` turned off (or left on).
@@ -249,7 +259,7 @@ _HAI_LLM = Framework(
     grad_bucket_bytes=None, grad_overlap=False, param_gather_overlap=False,
     zero_stages=(0, 1), max_zero_with_pp=1, tp_overlap=False, p2p_overlap=True,
     hybrid_shard=False, cp_variant="", expert_parallel=True, a2a_overlap=True,
-    pipeline_schedule="dualpipe", comm_sm_share=20 / 132,
+    pipeline_schedule="dualpipe", comm_sm_share=20 / 132, recompute_kinds=RECOMPUTE_KINDS,
     sources={
         "pipeline_schedule": "DeepSeek-V3 report (arXiv 2412.19437) Sec. 3.2.1 and Table 2: "
                              "DualPipe, bubble (PP/2 - 1)(F&B + B - 3W), two copies of the "
@@ -259,6 +269,10 @@ _HAI_LLM = Framework(
         "p2p_overlap": "Sec. 3.2.1: pipeline communication hidden inside DualPipe's overlapped "
                        "chunks",
         "comm_sm_share": "Sec. 3.2.2: 20 of the H800's 132 SMs run the communication kernels",
+        "recompute_kinds": "Sec. 3.2.3, p. 14: 'We recompute all RMSNorm operations and MLA "
+                           "up-projections during back-propagation'; Sec. 3.3.3, p. 18: the "
+                           "SwiGLU operator's inputs cached and its output recomputed in the "
+                           "backward pass",
         "zero_stages": "Sec. 3.2: 'ZeRO-1 Data Parallelism'",
         "expert_parallel": "Sec. 3.2: 64-way expert parallelism over 8 nodes",
         "cp_variant": "no context parallelism in the report (4K pre-training sequences)",

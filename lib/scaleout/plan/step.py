@@ -80,7 +80,15 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   Sec. 2.2): each module is one more transformer layer (with its all-to-alls where the
   model's last layer is MoE), a ``2h × h`` projection and one more pass through the shared
   output layer, all on the last stage with the output layer, which the stage split then
-  balances. Their memory (14B parameters for DeepSeek-V3) is not counted.
+  balances. Their parameters (a layer like the model's last, with its routed experts, and the
+  projection: 11.6B for DeepSeek-V3) and one more layer of activations are counted in the last
+  stage's memory; the embedding and output layer they share are not counted twice.
+* **Framework recomputation** (:attr:`Framework.recompute_kinds`; DeepSeek-V3 Sec. 3.2.3
+  and 3.3.3): below full recomputation, the tensor kinds a framework recomputes besides
+  (normalisations, MLA's up-projections, the MoE SwiGLU;
+  :func:`scaleout.memory.recomputed_kinds_per_layer`) add their forward work to the
+  recomputation (the up-projections' FLOPs at the layers' FP8/BF16 rates, the rest as
+  memory-bound traffic, ``κ`` times the 16-bit bytes over three) and leave memory.
 * **DualPipe** (:attr:`Framework.pipeline_schedule`, DeepSeek-V3 Sec. 3.2.1): each GPU holds
   stages ``i`` and ``pp - 1 - i`` (two stages' parameters, ``pp + 1`` micro-batches of
   activations) and runs half the micro-batches through each, so its pace is their mean; the
@@ -317,6 +325,14 @@ def _activations_per_layer(ctx: Context, x: _Shape, rc, gemm_input_bytes: float 
         x.flash | (x.cp > 1), gemm_input_bytes=stored, **memory.activation_shape(m))
 
 
+def _recomputed_kinds(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
+    """:func:`scaleout.memory.recomputed_kinds_per_layer` for the framework's
+    ``recompute_kinds`` on the ``b s/cp`` tokens a GPU holds."""
+    return memory.recomputed_kinds_per_layer(
+        ctx.framework.recompute_kinds, ctx.model, float(ctx.seq_len) / x.cp, x.b, x.tp, x.sp,
+        ctx.recipe.gemm_input_bytes)
+
+
 # =========================================================================== compute
 def _matmul_rate(ctx: Context, x: _Shape) -> np.ndarray:
     """FLOP/s of the sharded matrix multiplies at BF16: ``η(min(h/tp, b s/cp)) × peak``, on
@@ -360,6 +376,13 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     selective = np.where(x.flash, 0.0, attention / x.tp / rate + cal.nonmatmul_traffic * scores
                          / hbm / 3)
     rec_layer = np.where(x.rc == 2, fwd_layer, np.where(x.rc == 1, selective, 0.0))
+    if ctx.framework.recompute_kinds:  # what the framework recomputes besides, below full
+        kinds = _recomputed_kinds(ctx, x)
+        up = compute.forward_flops(x.tokens, kinds["params"], 0, h, s) / x.tp
+        up_s = (up * (ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate)
+                if ctx.fp8_share else up / rate)
+        extra = up_s + cal.nonmatmul_traffic * kinds["traffic_bytes"] / hbm / 3
+        rec_layer = rec_layer + np.where(x.rc == 2, 0.0, extra)
     head_s = 3 * head / x.tp / rate  # forward + backward of the output layer, last stage
     if m.mtp_layers:  # each MTP module passes through the output layer again, after a 2h x h
         proj = compute.forward_flops(x.tokens, 2.0 * h * h, 0, h, s)  # projection
@@ -570,10 +593,16 @@ def _stage_params(ctx: Context, x: _Shape, st: dict[str, np.ndarray], which: str
         dense = memory.stage_params_arrays(parts, m.n_layers, m.tied_embeddings, x.tp, x.pp, k,
                                            last, which=which)
         layers = k if which == "first" else last
+    mtp = m.mtp_layers if which == "last" else 0
+    if mtp:  # each MTP module: a layer like the model's last and a 2h x h projection
+        dense = dense + mtp * (parts["layers"] / m.n_layers + 2.0 * m.hidden * m.hidden) / x.tp
+        layers = layers + mtp
     if ex is None:
         return dense, np.zeros(np.shape(dense)), layers
     table = {"first": ex.moe_first, "last": ex.moe_last, "middle": ex.moe_window}[which]
     n = table[(last if which == "last" else k).astype(int)]
+    if mtp and m.layer_is_moe(m.n_layers - 1):
+        n = n + mtp
     # the stage's dense layers hold a dense MLP where an MoE layer holds shared experts
     dense = dense + ((layers - n) - layers * (1 - ex.moe_share)) * ex.dense_extra / x.tp
     return dense, n * ex.routed_per_layer / x.ep, layers
@@ -600,6 +629,8 @@ def memory_parts(ctx: Context, x: _Shape, st: dict[str, np.ndarray]) -> dict[str
     m, fw, ex = ctx.model, ctx.framework, ctx.experts
     dual = fw.pipeline_schedule == "dualpipe"
     act = _activations_per_layer(ctx, x, x.rc)
+    if fw.recompute_kinds:  # what the framework recomputes is not stored (below full)
+        act = act - np.where(x.rc == 2, 0.0, _recomputed_kinds(ctx, x)["freed_bytes"])
     logits = RESERVE["logits_bytes"] * x.tokens * m.vocab / x.tp
     # ZeRO-3 keeps the unit being computed and the prefetched ones whole
     unit = (ctx.parts["layers"] if ex is None else ex.nonexpert["layers"]) / m.n_layers / x.tp

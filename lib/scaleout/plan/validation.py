@@ -66,7 +66,12 @@ class ValidationRow:
 
 
 def _published_step_s(case: Case) -> float:
-    """The published number read back as seconds per iteration (how the fit compares)."""
+    """The published number read back as seconds per steady-state iteration (how the fit
+    compares): a whole-run average's time times the run's goodput (:attr:`Case.goodput`)."""
+    return _printed_step_s(case) * case.goodput
+
+
+def _printed_step_s(case: Case) -> float:
     p = case.plan
     s = p.seq_len or case.model.seq_len
     n = p.n_gpus
