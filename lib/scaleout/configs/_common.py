@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,6 +248,22 @@ def framework_keys(framework: str) -> dict[str, Any]:
     return raw
 
 
+def reject_unknown(framework: str, label: str, names: Iterable[str], what: str) -> None:
+    """Raise a ValueError for the first of ``names`` that ``framework`` does not accept.
+
+    ``known`` in ``data/frameworks/<framework>.toml`` lists every name the framework accepts;
+    the message names the file (``label``), the name, ``what`` it is not (e.g. "a
+    torchtitan setting"), and close matches or the file to look in.
+    """
+    known = set(framework_keys(framework)["known"])
+    for name in names:
+        if name not in known:
+            near = close_matches(name, known)
+            hint = (f"did you mean {' or '.join(near)}?" if near
+                    else f"see data/frameworks/{framework}.toml")
+            raise ValueError(f"{label}: {name} is not {what}; {hint}")
+
+
 def used(framework: str, name: str) -> str:
     """``name`` if ``data/frameworks/<framework>.toml`` lists it as used; else a ``KeyError``.
 
@@ -298,3 +314,15 @@ class _Collector:
     @property
     def blocking(self) -> bool:
         return any(f.blocks_planning for f in self.items)
+
+    def plan(self, **fields: Any) -> Plan | None:
+        """The :class:`~scaleout.plan.Plan` of the settings read, or None if a finding blocks it.
+
+        A plan the library refuses raises its ValueError with the file's label in front.
+        """
+        if self.blocking:
+            return None
+        try:
+            return Plan(**fields)
+        except ValueError as exc:
+            raise ValueError(f"{self.label}: {exc}") from None

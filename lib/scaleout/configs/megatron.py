@@ -66,9 +66,9 @@ from ._common import (
     NOT_MODELLED,
     ImportedRun,
     _Collector,
-    framework_keys,
     header_lines,
     read_text,
+    reject_unknown,
     used,
 )
 
@@ -192,13 +192,7 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
     """
     tokens, label = _tokens(args)
     flags, world, launcher = _group(tokens, label)
-    known = set(framework_keys(_F)["known"])
-    for name in flags:
-        if name not in known:
-            near = close_matches(name, known)
-            hint = (f"did you mean {' or '.join(near)}?" if near
-                    else "see data/frameworks/megatron.toml")
-            raise ValueError(f"{label}: {name} is not a Megatron-LM flag; {hint}")
+    reject_unknown(_F, label, flags, "a Megatron-LM flag")
     found = _Collector(label)
     if launcher:
         found.add("launcher", " ".join(launcher), IGNORED, "the launcher and script; only "
@@ -352,14 +346,9 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
                 "micro_batch": micro, "global_batch": batch, "zero_stage": zero, "sp": sp,
                 "recompute": recompute, "interleave": v, "flash_attention": flash,
                 "seq_len": seq, "n_gpus": n_gpus, "fp8": fp8}
-    plan = None
-    if not found.blocking:
-        try:
-            plan = Plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
-                        zero_stage=zero, sp=sp, recompute=recompute, interleave=v,
-                        flash_attention=flash, seq_len=seq, cp=cp, ep=ep)
-        except ValueError as exc:
-            raise ValueError(f"{label}: {exc}") from None
+    plan = found.plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
+                      zero_stage=zero, sp=sp, recompute=recompute, interleave=v,
+                      flash_attention=flash, seq_len=seq, cp=cp, ep=ep)
     return ImportedRun(_F, label, settings, plan, tuple(found.items), recipe, uneven, spec)
 
 
