@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog import DATA_DIR
+from ..catalog import DATA_DIR, ModelSpec
 from ..checks import close_matches
 from ..plan import Plan, PlanResult
 from ..units import GIB
@@ -314,6 +314,22 @@ class _Collector:
     @property
     def blocking(self) -> bool:
         return any(f.blocks_planning for f in self.items)
+
+    def expert_parallel(self, key: str, ep: int, model: ModelSpec | None) -> int:
+        """The EP degree the planner uses: ``ep``, or 1 (recorded as ignored under ``key``)
+        when the model is dense or unknown, on which expert parallelism has no effect."""
+        if ep > 1 and not (model is not None and model.is_moe):
+            self.add(key, ep, IGNORED, "expert parallelism has no effect on a dense model"
+                     if model is not None else "expert parallelism; the model is not known "
+                     "here (give model=) and is taken as dense")
+            return 1
+        return ep
+
+    def expert_tensor_parallel(self, key: str, etp: int, moe_model: bool) -> None:
+        """Record tensor parallelism of the experts (degree ``etp``) as not modelled; it
+        blocks planning a mixture-of-experts model."""
+        self.add(key, etp, NOT_MODELLED, "tensor parallelism of the experts; the planner "
+                 "keeps each expert whole on its GPU", blocks=moe_model)
 
     def plan(self, **fields: Any) -> Plan | None:
         """The :class:`~scaleout.plan.Plan` of the settings read, or None if a finding blocks it.

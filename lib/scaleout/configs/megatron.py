@@ -286,15 +286,9 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
         spec = model
     # ---- context and expert parallelism
     moe_model = spec is not None and spec.is_moe
-    if ep > 1 and not moe_model:
-        found.add("--expert-model-parallel-size", ep, IGNORED, "expert parallelism has no "
-                  "effect on a dense model" if spec is not None else "expert parallelism; "
-                  "the model is not known here (give model=) and is taken as dense")
-        ep = 1
+    ep = found.expert_parallel("--expert-model-parallel-size", ep, spec)
     if etp is not None and etp != 1:
-        found.add("--expert-tensor-parallel-size", etp, NOT_MODELLED, "tensor parallelism "
-                  "of the experts; the planner keeps each expert whole on its GPU",
-                  blocks=moe_model)
+        found.expert_tensor_parallel("--expert-tensor-parallel-size", etp, moe_model)
     elif etp is None and moe_model and tp > 1:
         found.add("--expert-tensor-parallel-size", 1, ASSUMED, f"absent: Megatron-Core "
                   f"splits the experts over tp={tp} then; the planner keeps them whole "

@@ -139,15 +139,9 @@ def from_torchtitan_toml(toml: str | Path | Mapping, *, n_gpus: int | None = Non
         raise ValueError(f"{label}: the degrees multiply to {world} GPUs (replicate {replicate} x "
                          f"shard {shard} x tp {tp} x pp {pp} x cp {cp}), not {n_gpus}")
     moe_model = model is not None and model.is_moe
-    if ep > 1 and not moe_model:
-        found.add("parallelism.expert_parallel_degree", ep, IGNORED, "expert parallelism has "
-                  "no effect on a dense model" if model is not None else "expert parallelism; "
-                  "the model is not known here (give model=) and is taken as dense")
-        ep = 1
+    ep = found.expert_parallel("parallelism.expert_parallel_degree", ep, model)
     if etp > 1:
-        found.add("parallelism.expert_tensor_parallel_degree", etp, NOT_MODELLED, "tensor "
-                  "parallelism of the experts; the planner keeps each expert whole on its GPU",
-                  blocks=moe_model)
+        found.expert_tensor_parallel("parallelism.expert_tensor_parallel_degree", etp, moe_model)
     reshard = choice(label, "parallelism.fsdp_reshard_after_forward",
                      get("parallelism.fsdp_reshard_after_forward", "default"),
                      ("default", "always", "never"))
