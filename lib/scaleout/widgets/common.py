@@ -125,8 +125,9 @@ class Explorer:
     """
 
     title: str = ""
-    #: "png" for matplotlib figures, "svg+xml" for :mod:`scaleout.svgchart` (much faster).
-    image_format: str = "png"
+    #: "svg+xml" for :mod:`scaleout.svgchart` (every explorer's), "png" for a matplotlib
+    #: figure (:func:`figure_png`, much slower).
+    image_format: str = "svg+xml"
 
     #: Put the readout under the chart at every width (for wide readouts, e.g. tables of text).
     readout_below: bool = False

@@ -56,7 +56,6 @@ class ContextExplorer(Explorer):
     """
 
     title = "Long context: activations, context parallelism or a larger TP"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
@@ -144,7 +143,6 @@ class RooflineExplorer(Explorer):
     """
 
     title = "The roofline: what bounds each part of a step"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {

@@ -40,7 +40,6 @@ class MemoryExplorer(Explorer):
     """
 
     title = "Memory per GPU: what fits?"
-    image_format = "svg+xml"
 
     def __init__(self, **initial: Any) -> None:
         self._filling = False

@@ -86,7 +86,6 @@ class DataParallelExplorer(Explorer):
     """
 
     title = "Data parallelism: how much of n GPUs do you get?"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
@@ -192,7 +191,6 @@ class TensorParallelExplorer(Explorer):
     """
 
     title = "Tensor parallelism: one layer's compute vs communication"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
@@ -287,7 +285,6 @@ class ZeroExplorer(Explorer):
     """
 
     title = "ZeRO: memory per GPU against communication per step"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {

@@ -41,7 +41,6 @@ class DomainExplorer(Explorer):
     """
 
     title = "Scale-up domain size against step time, days, fabric and failures"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
