@@ -38,6 +38,7 @@ __all__ = [
     "System",
     "check_fields",
     "custom_model",
+    "entries_where",
     "field_of",
     "gpu",
     "gpu_names",
@@ -676,6 +677,20 @@ def lookup(kind: str, table: dict, key, param: str | None = None):
     near = close_matches(str(key), choices)
     hint = f"did you mean {' or '.join(map(repr, near))}?" if near else f"known: {', '.join(table)}"
     raise ValueError(f"{lead}{kind} {key!r} is not in the catalog; {hint}")
+
+
+def entries_where(table: dict, field_name: str, value: str | None) -> list:
+    """The entries of ``table`` in file order; with ``value``, only those whose field
+    ``field_name`` is ``value``.
+
+    A ``value`` no entry has raises a ValueError naming ``field_name`` and the values the
+    entries have (:func:`scaleout.checks.check_choice`).
+    """
+    found = list(table.values())
+    if value is None:
+        return found
+    check_choice(field_name, value, sorted({getattr(e, field_name) for e in found}))
+    return [e for e in found if getattr(e, field_name) == value]
 
 
 def gpu(spec: str | GPU | dict, *, param: str | None = None) -> GPU:

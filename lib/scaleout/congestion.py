@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import units
-from .catalog import DATA_DIR, Entry, field_of, load_entries, lookup
+from .catalog import DATA_DIR, Entry, entries_where, field_of, load_entries, lookup
 from .checks import check_choice, check_int, check_positive, check_range, check_work
 
 __all__ = [
@@ -464,8 +464,4 @@ def mechanism(name: str) -> Mechanism:
 
 def mechanisms(kind: str | None = None) -> list[Mechanism]:
     """Every entry of ``data/congestion.toml``, optionally of one ``kind``, in file order."""
-    found = list(_mechanisms().values())
-    if kind is None:
-        return found
-    check_choice("kind", kind, sorted({m.kind for m in found}))
-    return [m for m in found if m.kind == kind]
+    return entries_where(_mechanisms(), "kind", kind)

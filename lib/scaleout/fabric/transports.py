@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .. import catalog, collectives, units
-from ..catalog import DATA_DIR, Entry, field_of, load_entries
-from ..checks import check_choice
+from ..catalog import DATA_DIR, Entry, entries_where, field_of, load_entries
 from .clos import DEFAULT_SWITCH_LATENCY_NS, ClosDesign
 from .planes import MultiPlaneDesign
 
@@ -49,11 +48,7 @@ def _transports() -> dict[str, TransportMeasurement]:
 
 def transport_measurements(transport: str | None = None) -> list[TransportMeasurement]:
     """Published RDMA / TCP measurements, optionally of one transport, in file order."""
-    found = list(_transports().values())
-    if transport is None:
-        return found
-    check_choice("transport", transport, sorted({m.transport for m in found}))
-    return [m for m in found if m.transport == transport]
+    return entries_where(_transports(), "transport", transport)
 
 
 def fabric_alpha(link, design: ClosDesign | MultiPlaneDesign | None = None,
