@@ -21,9 +21,10 @@ import dataclasses
 import functools
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .checks import check_choice, check_int, close_matches
 
@@ -36,6 +37,7 @@ __all__ = [
     "Link",
     "ModelSpec",
     "System",
+    "cached_entries",
     "check_fields",
     "custom_model",
     "entries_where",
@@ -61,6 +63,8 @@ __all__ = [
 
 #: Where the catalogs live (``<repo>/data``); the package is installed editable from ``lib/``.
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+#: An entry class of a catalog (:func:`cached_entries`).
+E = TypeVar("E")
 
 
 #: GPU architectures the catalog knows (a GPU's ``architecture`` field).
@@ -677,6 +681,17 @@ def lookup(kind: str, table: dict, key, param: str | None = None):
     near = close_matches(str(key), choices)
     hint = f"did you mean {' or '.join(map(repr, near))}?" if near else f"known: {', '.join(table)}"
     raise ValueError(f"{lead}{kind} {key!r} is not in the catalog; {hint}")
+
+
+def cached_entries(file: str, table: str, cls: type[E]) -> Callable[[], dict[str, E]]:
+    """A loader of ``data/<file>``'s ``[[table]]`` entries as ``cls`` (:func:`load_entries`),
+    read once: the first call reads and validates the file, later calls return the same dict
+    (``.cache_clear()`` forgets it)."""
+    @functools.cache
+    def entries() -> dict[str, E]:
+        return load_entries(DATA_DIR / file, table, cls)
+
+    return entries
 
 
 def entries_where(table: dict, field_name: str, value: str | None) -> list:

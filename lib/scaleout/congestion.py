@@ -45,14 +45,13 @@ Taught in ``notebooks/09_clos_fabrics.ipynb`` and ``notebooks/07_all_reduce_cost
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import units
-from .catalog import DATA_DIR, Entry, entries_where, field_of, load_entries, lookup
+from .catalog import Entry, cached_entries, entries_where, field_of, lookup
 from .checks import check_choice, check_int, check_positive, check_range, check_work
 
 __all__ = [
@@ -452,9 +451,7 @@ class Mechanism(Entry):
     source: str = field_of("", "where this is described")
 
 
-@functools.cache
-def _mechanisms() -> dict[str, Mechanism]:
-    return load_entries(DATA_DIR / "congestion.toml", "mechanism", Mechanism)
+_mechanisms = cached_entries("congestion.toml", "mechanism", Mechanism)
 
 
 def mechanism(name: str) -> Mechanism:

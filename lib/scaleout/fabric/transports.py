@@ -10,12 +10,11 @@ a collective's time.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .. import catalog, collectives, units
-from ..catalog import DATA_DIR, Entry, entries_where, field_of, load_entries
+from ..catalog import Entry, cached_entries, entries_where, field_of
 from .clos import DEFAULT_SWITCH_LATENCY_NS, ClosDesign
 from .planes import MultiPlaneDesign
 
@@ -41,9 +40,7 @@ class TransportMeasurement(Entry):
     source: str = field_of("", "where the figure was published")
 
 
-@functools.cache
-def _transports() -> dict[str, TransportMeasurement]:
-    return load_entries(DATA_DIR / "transports.toml", "measurement", TransportMeasurement)
+_transports = cached_entries("transports.toml", "measurement", TransportMeasurement)
 
 
 def transport_measurements(transport: str | None = None) -> list[TransportMeasurement]:
