@@ -616,6 +616,17 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- lookups
+def cached_entries(file: str, table: str, cls: type[E]) -> Callable[[], dict[str, E]]:
+    """A loader of ``data/<file>``'s ``[[table]]`` entries as ``cls`` (:func:`load_entries`),
+    read once: the first call reads and validates the file, later calls return the same dict
+    (``.cache_clear()`` forgets it)."""
+    @functools.cache
+    def entries() -> dict[str, E]:
+        return load_entries(DATA_DIR / file, table, cls)
+
+    return entries
+
+
 @functools.cache
 def _gpus() -> dict[str, GPU]:
     found = load_entries(DATA_DIR / "gpus.toml", "gpu", GPU)
@@ -629,14 +640,8 @@ def _gpus() -> dict[str, GPU]:
     return found
 
 
-@functools.cache
-def _models() -> dict[str, ModelSpec]:
-    return load_entries(DATA_DIR / "models.toml", "model", ModelSpec)
-
-
-@functools.cache
-def _links() -> dict[str, Link]:
-    return load_entries(DATA_DIR / "links.toml", "link", Link)
+_models = cached_entries("models.toml", "model", ModelSpec)
+_links = cached_entries("links.toml", "link", Link)
 
 
 @functools.cache
@@ -681,17 +686,6 @@ def lookup(kind: str, table: dict, key, param: str | None = None):
     near = close_matches(str(key), choices)
     hint = f"did you mean {' or '.join(map(repr, near))}?" if near else f"known: {', '.join(table)}"
     raise ValueError(f"{lead}{kind} {key!r} is not in the catalog; {hint}")
-
-
-def cached_entries(file: str, table: str, cls: type[E]) -> Callable[[], dict[str, E]]:
-    """A loader of ``data/<file>``'s ``[[table]]`` entries as ``cls`` (:func:`load_entries`),
-    read once: the first call reads and validates the file, later calls return the same dict
-    (``.cache_clear()`` forgets it)."""
-    @functools.cache
-    def entries() -> dict[str, E]:
-        return load_entries(DATA_DIR / file, table, cls)
-
-    return entries
 
 
 def entries_where(table: dict, field_name: str, value: str | None) -> list:
