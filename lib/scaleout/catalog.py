@@ -21,9 +21,10 @@ import dataclasses
 import functools
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .checks import check_choice, check_int, close_matches
 
@@ -36,8 +37,10 @@ __all__ = [
     "Link",
     "ModelSpec",
     "System",
+    "cached_entries",
     "check_fields",
     "custom_model",
+    "entries_where",
     "field_of",
     "gpu",
     "gpu_names",
@@ -60,6 +63,8 @@ __all__ = [
 
 #: Where the catalogs live (``<repo>/data``); the package is installed editable from ``lib/``.
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+#: An entry class of a catalog (:func:`cached_entries`).
+E = TypeVar("E")
 
 
 #: GPU architectures the catalog knows (a GPU's ``architecture`` field).
@@ -611,6 +616,17 @@ def load_entries(path: Path | str, table: str, cls: type) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- lookups
+def cached_entries(file: str, table: str, cls: type[E]) -> Callable[[], dict[str, E]]:
+    """A loader of ``data/<file>``'s ``[[table]]`` entries as ``cls`` (:func:`load_entries`),
+    read once: the first call reads and validates the file, later calls return the same dict
+    (``.cache_clear()`` forgets it)."""
+    @functools.cache
+    def entries() -> dict[str, E]:
+        return load_entries(DATA_DIR / file, table, cls)
+
+    return entries
+
+
 @functools.cache
 def _gpus() -> dict[str, GPU]:
     found = load_entries(DATA_DIR / "gpus.toml", "gpu", GPU)
@@ -624,14 +640,8 @@ def _gpus() -> dict[str, GPU]:
     return found
 
 
-@functools.cache
-def _models() -> dict[str, ModelSpec]:
-    return load_entries(DATA_DIR / "models.toml", "model", ModelSpec)
-
-
-@functools.cache
-def _links() -> dict[str, Link]:
-    return load_entries(DATA_DIR / "links.toml", "link", Link)
+_models = cached_entries("models.toml", "model", ModelSpec)
+_links = cached_entries("links.toml", "link", Link)
 
 
 @functools.cache
@@ -676,6 +686,20 @@ def lookup(kind: str, table: dict, key, param: str | None = None):
     near = close_matches(str(key), choices)
     hint = f"did you mean {' or '.join(map(repr, near))}?" if near else f"known: {', '.join(table)}"
     raise ValueError(f"{lead}{kind} {key!r} is not in the catalog; {hint}")
+
+
+def entries_where(table: dict, field_name: str, value: str | None) -> list:
+    """The entries of ``table`` in file order; with ``value``, only those whose field
+    ``field_name`` is ``value``.
+
+    A ``value`` no entry has raises a ValueError naming ``field_name`` and the values the
+    entries have (:func:`scaleout.checks.check_choice`).
+    """
+    found = list(table.values())
+    if value is None:
+        return found
+    check_choice(field_name, value, sorted({getattr(e, field_name) for e in found}))
+    return [e for e in found if getattr(e, field_name) == value]
 
 
 def gpu(spec: str | GPU | dict, *, param: str | None = None) -> GPU:

@@ -45,14 +45,13 @@ Taught in ``notebooks/09_clos_fabrics.ipynb`` and ``notebooks/07_all_reduce_cost
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import units
-from .catalog import DATA_DIR, Entry, field_of, load_entries, lookup
+from .catalog import Entry, cached_entries, entries_where, field_of, lookup
 from .checks import check_choice, check_int, check_positive, check_range, check_work
 
 __all__ = [
@@ -452,9 +451,7 @@ class Mechanism(Entry):
     source: str = field_of("", "where this is described")
 
 
-@functools.cache
-def _mechanisms() -> dict[str, Mechanism]:
-    return load_entries(DATA_DIR / "congestion.toml", "mechanism", Mechanism)
+_mechanisms = cached_entries("congestion.toml", "mechanism", Mechanism)
 
 
 def mechanism(name: str) -> Mechanism:
@@ -464,8 +461,4 @@ def mechanism(name: str) -> Mechanism:
 
 def mechanisms(kind: str | None = None) -> list[Mechanism]:
     """Every entry of ``data/congestion.toml``, optionally of one ``kind``, in file order."""
-    found = list(_mechanisms().values())
-    if kind is None:
-        return found
-    check_choice("kind", kind, sorted({m.kind for m in found}))
-    return [m for m in found if m.kind == kind]
+    return entries_where(_mechanisms(), "kind", kind)

@@ -139,22 +139,38 @@ def open_explorer(serve_voila: Callable[[Path], VoilaServer], watched_page: Watc
     return watched_page
 
 
+def explorer_app(notebook: str, ready_js: str = "t => t !== ''"):
+    """A fixture ``app``: notebook ``notebook`` (a file of notebooks/) open in Chromium, its
+    explorer drawn once (:func:`open_explorer` with ``ready_js``).
+
+    A test module binds it to the name its tests ask for: ``app = explorer_app(...)``.
+    """
+    @pytest.fixture
+    def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
+        """The notebook open in Chromium, its explorer drawn once."""
+        return open_explorer(serve_voila, watched_page, NOTEBOOKS / notebook, ready_js)
+
+    return app
+
+
 def assert_bad_value_recovers(app: WatchedPage, set_bad: Callable[[], None],
-                              set_good: Callable[[], None], message: str) -> None:
+                              set_good: Callable[[], None], message: str, *,
+                              readout: str = READOUT, status: str = STATUS) -> None:
     """``set_bad`` shows a ⚠ status containing ``message`` (page clean); ``set_good`` clears it.
 
     The readout after ``set_good`` must equal the readout before ``set_bad``: the same valid
-    input gives the same result, and a bad one leaves no trace.
+    input gives the same result, and a bad one leaves no trace. ``readout`` and ``status`` are
+    the selectors of the explorer's boxes (the page's first explorer by default).
     """
     page = app.page
-    readout = text_of(page, READOUT)
+    before = text_of(page, readout)
     set_bad()
-    wait_for_text(page, STATUS, "a ⚠ status message", "t => t.startsWith('⚠')")
-    assert message in text_of(page, STATUS), text_of(page, STATUS)
+    wait_for_text(page, status, "a ⚠ status message", "t => t.startsWith('⚠')")
+    assert message in text_of(page, status), text_of(page, status)
     assert_page_clean(app)
     set_good()
-    wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
-    assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
+    wait_for_text(page, status, "the status to clear", "t => t === ''")
+    assert text_of(page, readout) == before, "the same valid input should give the same readout"
     assert_page_clean(app)
 
 

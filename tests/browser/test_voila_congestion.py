@@ -18,6 +18,7 @@ import pytest
 from . import known as K
 from .pages import (
     NOTEBOOKS,
+    assert_bad_value_recovers,
     assert_known,
     assert_page_clean,
     open_explorer,
@@ -70,12 +71,8 @@ def test_senders_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
 
 def test_a_bad_threshold_shows_a_status_and_recovers(app: WatchedPage) -> None:
     page = app.page
-    readout = text_of(page, READOUT)
-    set_int_text(page, XOFF_INPUT, -1)
-    wait_for_text(page, STATUS, "a ⚠ status message", "t => t.startsWith('⚠')")
-    assert "xoff_bytes must be a finite number > 0" in text_of(page, STATUS)
-    assert_page_clean(app)
-    set_int_text(page, XOFF_INPUT, 1000)
-    wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
-    assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
+    assert_bad_value_recovers(app, lambda: set_int_text(page, XOFF_INPUT, -1),
+                              lambda: set_int_text(page, XOFF_INPUT, 1000),
+                              "xoff_bytes must be a finite number > 0",
+                              readout=READOUT, status=STATUS)
     assert_known(app, K.incast(16))

@@ -9,37 +9,28 @@ tests/browser/pages.py's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
 from . import known as K
 from .pages import (
-    NOTEBOOKS,
     READOUT,
-    STATUS,
+    assert_bad_value_recovers,
     assert_control_redraws,
     assert_known,
-    assert_page_clean,
-    open_explorer,
+    explorer_app,
     set_int_text,
     text_of,
-    wait_for_text,
 )
-from .voila_app import VoilaServer, WatchedPage
+from .voila_app import WatchedPage
 
-NOTEBOOK = NOTEBOOKS / "09_clos_fabrics.ipynb"
 PLANES_HANDLE = ".so-ctl-planes .noUi-handle"  # IntSlider: planes
 RADIX_INPUT = ".so-ctl-radix input"  # BoundedIntText: radix
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
-    """Notebook 09 open in Chromium, its fabric explorer drawn once."""
-    return open_explorer(serve_voila, watched_page, NOTEBOOK, "t => t.includes('bisection')")
+# notebook 09 open in Chromium, its fabric explorer drawn once
+app = explorer_app("09_clos_fabrics.ipynb", "t => t.includes('bisection')")
 
 
 def test_planes_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
@@ -56,12 +47,7 @@ def test_planes_slider_redraws_chart_and_readout(app: WatchedPage) -> None:
 
 def test_odd_radix_shows_a_status_and_recovers(app: WatchedPage) -> None:
     page = app.page
-    readout = text_of(page, READOUT)
-    set_int_text(page, RADIX_INPUT, 63)
-    wait_for_text(page, STATUS, "a ⚠ status message", "t => t.startsWith('⚠')")
-    assert "radix must be an even whole number" in text_of(page, STATUS)
-    assert_page_clean(app)
-    set_int_text(page, RADIX_INPUT, 64)
-    wait_for_text(page, STATUS, "the status to clear", "t => t === ''")
-    assert text_of(page, READOUT) == readout, "the same valid input should give the same readout"
+    assert_bad_value_recovers(app, lambda: set_int_text(page, RADIX_INPUT, 63),
+                              lambda: set_int_text(page, RADIX_INPUT, 64),
+                              "radix must be an even whole number")
     assert_known(app, K.clos_planes(1))

@@ -12,26 +12,21 @@ those of tests/browser/pages.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
 from . import known as K
 from .pages import (
-    NOTEBOOKS,
     READOUT,
     assert_bad_value_recovers,
     assert_control_redraws,
     assert_known,
-    open_explorer,
+    explorer_app,
     set_int_text,
     text_of,
     wait_for_text,
 )
-from .voila_app import VoilaServer, WatchedPage
+from .voila_app import WatchedPage
 
-NOTEBOOK = NOTEBOOKS / "11_fault_tolerance.ipynb"
 INTERVAL_HANDLE = ".so-ctl-interval_min .noUi-handle"  # FloatLogSlider: minutes
 GPUS_INPUT = ".so-ctl-n_gpus input"  # BoundedIntText
 MTBF_FROM_SELECT = ".so-ctl-mtbf_from select"  # Dropdown
@@ -41,10 +36,8 @@ MODEL_SELECT = ".so-ctl-model select"  # Dropdown: a model, or the typed checkpo
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
-    """Notebook 11 open in Chromium, its explorer drawn once."""
-    return open_explorer(serve_voila, watched_page, NOTEBOOK, "t => t.includes('goodput at')")
+# notebook 11 open in Chromium, its explorer drawn once
+app = explorer_app("11_fault_tolerance.ipynb", "t => t.includes('goodput at')")
 
 
 def test_interval_slider_redraws_chart_and_readout(app: WatchedPage) -> None:

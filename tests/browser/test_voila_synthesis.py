@@ -11,35 +11,28 @@ error. Helpers and timeouts are those of tests/browser/pages.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
 from . import known as K
 from .pages import (
-    NOTEBOOKS,
     READOUT,
     assert_bad_value_recovers,
     assert_control_redraws,
     assert_known,
-    open_explorer,
+    explorer_app,
     set_int_text,
     text_of,
 )
-from .voila_app import VoilaServer, WatchedPage
+from .voila_app import WatchedPage
 
-NOTEBOOK = NOTEBOOKS / "12_scale_up_vs_scale_out.ipynb"
 DOMAIN_SELECT = ".so-ctl-domain select"  # Dropdown of GPUs per scale-up domain
 GPUS_INPUT = ".so-ctl-n_gpus input"  # BoundedIntText
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
-    """Notebook 12 open in Chromium, its explorer drawn once."""
-    return open_explorer(serve_voila, watched_page, NOTEBOOK, "t => t.includes('the design')")
+# notebook 12 open in Chromium, its explorer drawn once
+app = explorer_app("12_scale_up_vs_scale_out.ipynb", "t => t.includes('the design')")
 
 
 def test_domain_menu_redraws_chart_and_readout(app: WatchedPage) -> None:

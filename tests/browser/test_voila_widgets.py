@@ -9,27 +9,22 @@ nor logs a browser console error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
 from . import known as K
 from .pages import (
-    NOTEBOOKS,
     READOUT,
     STATUS,
     assert_control_redraws,
     assert_known,
     assert_page_clean,
-    open_explorer,
+    explorer_app,
     set_int_text,
     text_of,
     wait_for_text,
 )
-from .voila_app import VoilaServer, WatchedPage
+from .voila_app import WatchedPage
 
-NOTEBOOK = NOTEBOOKS / "02_gpu_memory_math.ipynb"
 SLIDER_HANDLE = ".so-ctl-micro_batch .noUi-handle"  # an IntSlider
 TP_INPUT = ".so-ctl-tp input"  # a BoundedIntText
 BAD_TP, GOOD_TP = 7, 8  # 7 divides no head count of the default model (96 heads); 8 does
@@ -37,10 +32,8 @@ BAD_TP, GOOD_TP = 7, 8  # 7 divides no head count of the default model (96 heads
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def app(serve_voila: Callable[[Path], VoilaServer], watched_page: WatchedPage) -> WatchedPage:
-    """Notebook 02 open in Chromium, its explorer drawn once."""
-    return open_explorer(serve_voila, watched_page, NOTEBOOK)
+# notebook 02 open in Chromium, its explorer drawn once
+app = explorer_app("02_gpu_memory_math.ipynb")
 
 
 def test_control_change_redraws_figure_and_readout(app: WatchedPage) -> None:

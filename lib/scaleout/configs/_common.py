@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import json
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog import DATA_DIR
+from ..catalog import DATA_DIR, ModelSpec
 from ..checks import close_matches
 from ..plan import Plan, PlanResult
 from ..units import GIB
@@ -248,6 +248,22 @@ def framework_keys(framework: str) -> dict[str, Any]:
     return raw
 
 
+def reject_unknown(framework: str, label: str, names: Iterable[str], what: str) -> None:
+    """Raise a ValueError for the first of ``names`` that ``framework`` does not accept.
+
+    ``known`` in ``data/frameworks/<framework>.toml`` lists every name the framework accepts;
+    the message names the file (``label``), the name, ``what`` it is not (e.g. "a
+    torchtitan setting"), and close matches or the file to look in.
+    """
+    known = set(framework_keys(framework)["known"])
+    for name in names:
+        if name not in known:
+            near = close_matches(name, known)
+            hint = (f"did you mean {' or '.join(near)}?" if near
+                    else f"see data/frameworks/{framework}.toml")
+            raise ValueError(f"{label}: {name} is not {what}; {hint}")
+
+
 def used(framework: str, name: str) -> str:
     """``name`` if ``data/frameworks/<framework>.toml`` lists it as used; else a ``KeyError``.
 
@@ -298,3 +314,31 @@ class _Collector:
     @property
     def blocking(self) -> bool:
         return any(f.blocks_planning for f in self.items)
+
+    def expert_parallel(self, key: str, ep: int, model: ModelSpec | None) -> int:
+        """The EP degree the planner uses: ``ep``, or 1 (recorded as ignored under ``key``)
+        when the model is dense or unknown, on which expert parallelism has no effect."""
+        if ep > 1 and not (model is not None and model.is_moe):
+            self.add(key, ep, IGNORED, "expert parallelism has no effect on a dense model"
+                     if model is not None else "expert parallelism; the model is not known "
+                     "here (give model=) and is taken as dense")
+            return 1
+        return ep
+
+    def expert_tensor_parallel(self, key: str, etp: int, moe_model: bool) -> None:
+        """Record tensor parallelism of the experts (degree ``etp``) as not modelled; it
+        blocks planning a mixture-of-experts model."""
+        self.add(key, etp, NOT_MODELLED, "tensor parallelism of the experts; the planner "
+                 "keeps each expert whole on its GPU", blocks=moe_model)
+
+    def plan(self, **fields: Any) -> Plan | None:
+        """The :class:`~scaleout.plan.Plan` of the settings read, or None if a finding blocks it.
+
+        A plan the library refuses raises its ValueError with the file's label in front.
+        """
+        if self.blocking:
+            return None
+        try:
+            return Plan(**fields)
+        except ValueError as exc:
+            raise ValueError(f"{self.label}: {exc}") from None

@@ -197,14 +197,9 @@ def from_deepspeed_json(config: str | Path | Mapping, *, n_gpus: int | None = No
                 "gradient_accumulation_steps": accum, "zero_stage": zero, "sp": False,
                 "recompute": recompute, "interleave": 1, "flash_attention": flash_attention,
                 "seq_len": seq_len, "n_gpus": tp * pp * dp}
-    plan = None
-    if not found.blocking:
-        try:
-            plan = Plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
-                        zero_stage=zero, recompute=recompute, flash_attention=flash_attention,
-                        seq_len=seq_len)
-        except ValueError as exc:
-            raise ValueError(f"{label}: {exc}") from None
+    plan = found.plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
+                      zero_stage=zero, recompute=recompute, flash_attention=flash_attention,
+                      seq_len=seq_len)
     return ImportedRun(_F, label, settings, plan, tuple(found.items), recipe, False, None)
 
 

@@ -66,9 +66,9 @@ from ._common import (
     NOT_MODELLED,
     ImportedRun,
     _Collector,
-    framework_keys,
     header_lines,
     read_text,
+    reject_unknown,
     used,
 )
 
@@ -192,13 +192,7 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
     """
     tokens, label = _tokens(args)
     flags, world, launcher = _group(tokens, label)
-    known = set(framework_keys(_F)["known"])
-    for name in flags:
-        if name not in known:
-            near = close_matches(name, known)
-            hint = (f"did you mean {' or '.join(near)}?" if near
-                    else "see data/frameworks/megatron.toml")
-            raise ValueError(f"{label}: {name} is not a Megatron-LM flag; {hint}")
+    reject_unknown(_F, label, flags, "a Megatron-LM flag")
     found = _Collector(label)
     if launcher:
         found.add("launcher", " ".join(launcher), IGNORED, "the launcher and script; only "
@@ -292,15 +286,9 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
         spec = model
     # ---- context and expert parallelism
     moe_model = spec is not None and spec.is_moe
-    if ep > 1 and not moe_model:
-        found.add("--expert-model-parallel-size", ep, IGNORED, "expert parallelism has no "
-                  "effect on a dense model" if spec is not None else "expert parallelism; "
-                  "the model is not known here (give model=) and is taken as dense")
-        ep = 1
+    ep = found.expert_parallel("--expert-model-parallel-size", ep, spec)
     if etp is not None and etp != 1:
-        found.add("--expert-tensor-parallel-size", etp, NOT_MODELLED, "tensor parallelism "
-                  "of the experts; the planner keeps each expert whole on its GPU",
-                  blocks=moe_model)
+        found.expert_tensor_parallel("--expert-tensor-parallel-size", etp, moe_model)
     elif etp is None and moe_model and tp > 1:
         found.add("--expert-tensor-parallel-size", 1, ASSUMED, f"absent: Megatron-Core "
                   f"splits the experts over tp={tp} then; the planner keeps them whole "
@@ -352,14 +340,9 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
                 "micro_batch": micro, "global_batch": batch, "zero_stage": zero, "sp": sp,
                 "recompute": recompute, "interleave": v, "flash_attention": flash,
                 "seq_len": seq, "n_gpus": n_gpus, "fp8": fp8}
-    plan = None
-    if not found.blocking:
-        try:
-            plan = Plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
-                        zero_stage=zero, sp=sp, recompute=recompute, interleave=v,
-                        flash_attention=flash, seq_len=seq, cp=cp, ep=ep)
-        except ValueError as exc:
-            raise ValueError(f"{label}: {exc}") from None
+    plan = found.plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
+                      zero_stage=zero, sp=sp, recompute=recompute, interleave=v,
+                      flash_attention=flash, seq_len=seq, cp=cp, ep=ep)
     return ImportedRun(_F, label, settings, plan, tuple(found.items), recipe, uneven, spec)
 
 

@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import ModelSpec
-from ..checks import close_matches
 from ..plan import Plan, PlanResult
 from ._common import (
     ASSUMED,
@@ -57,9 +56,9 @@ from ._common import (
     UnsupportedPlanError,
     _Collector,
     choice,
-    framework_keys,
     header_lines,
     load_toml,
+    reject_unknown,
     used,
     whole,
 )
@@ -104,13 +103,7 @@ def from_torchtitan_toml(toml: str | Path | Mapping, *, n_gpus: int | None = Non
     """
     raw, label = load_toml(toml, "torchtitan job file")
     flat = _flatten(raw, label)
-    known = set(framework_keys(_F)["known"])
-    for key in flat:
-        if key not in known:
-            near = close_matches(key, known)
-            hint = (f"did you mean {' or '.join(near)}?" if near
-                    else "see data/frameworks/torchtitan.toml")
-            raise ValueError(f"{label}: {key} is not a torchtitan setting; {hint}")
+    reject_unknown(_F, label, flat, "a torchtitan setting")
     found = _Collector(label)
     read: set[str] = set()
 
@@ -146,15 +139,9 @@ def from_torchtitan_toml(toml: str | Path | Mapping, *, n_gpus: int | None = Non
         raise ValueError(f"{label}: the degrees multiply to {world} GPUs (replicate {replicate} x "
                          f"shard {shard} x tp {tp} x pp {pp} x cp {cp}), not {n_gpus}")
     moe_model = model is not None and model.is_moe
-    if ep > 1 and not moe_model:
-        found.add("parallelism.expert_parallel_degree", ep, IGNORED, "expert parallelism has "
-                  "no effect on a dense model" if model is not None else "expert parallelism; "
-                  "the model is not known here (give model=) and is taken as dense")
-        ep = 1
+    ep = found.expert_parallel("parallelism.expert_parallel_degree", ep, model)
     if etp > 1:
-        found.add("parallelism.expert_tensor_parallel_degree", etp, NOT_MODELLED, "tensor "
-                  "parallelism of the experts; the planner keeps each expert whole on its GPU",
-                  blocks=moe_model)
+        found.expert_tensor_parallel("parallelism.expert_tensor_parallel_degree", etp, moe_model)
     reshard = choice(label, "parallelism.fsdp_reshard_after_forward",
                      get("parallelism.fsdp_reshard_after_forward", "default"),
                      ("default", "always", "never"))
@@ -281,14 +268,9 @@ def from_torchtitan_toml(toml: str | Path | Mapping, *, n_gpus: int | None = Non
                 "global_batch": batch, "zero_stage": zero, "sp": sp, "recompute": recompute,
                 "interleave": v, "flash_attention": True, "seq_len": seq, "n_gpus": world,
                 "schedule": schedule}
-    plan = None
-    if not found.blocking:
-        try:
-            plan = Plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
-                        zero_stage=zero, sp=sp, recompute=recompute, interleave=v,
-                        flash_attention=True, seq_len=seq, cp=cp, ep=ep)
-        except ValueError as exc:
-            raise ValueError(f"{label}: {exc}") from None
+    plan = found.plan(tp=tp, pp=pp, dp=dp, micro_batch=micro, global_batch=batch,
+                      zero_stage=zero, sp=sp, recompute=recompute, interleave=v,
+                      flash_attention=True, seq_len=seq, cp=cp, ep=ep)
     return ImportedRun(_F, label, settings, plan, tuple(found.items), recipe, uneven, model)
 
 

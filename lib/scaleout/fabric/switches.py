@@ -7,10 +7,9 @@ configuration, else its capacity divided by the speed (:func:`scaleout.fabric.ra
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
-from ..catalog import DATA_DIR, Entry, field_of, load_entries, lookup
+from ..catalog import Entry, cached_entries, field_of, lookup
 from .clos import radix_at
 
 
@@ -55,9 +54,7 @@ class SwitchChip(Entry):
         return radix_at(self.capacity_gbps, port_gbps)
 
 
-@functools.cache
-def _switch_chips() -> dict[str, SwitchChip]:
-    return load_entries(DATA_DIR / "switches.toml", "switch", SwitchChip)
+_switch_chips = cached_entries("switches.toml", "switch", SwitchChip)
 
 
 def switch_chip(spec: str | SwitchChip) -> SwitchChip:

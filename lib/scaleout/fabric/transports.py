@@ -10,13 +10,11 @@ a collective's time.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .. import catalog, collectives, units
-from ..catalog import DATA_DIR, Entry, field_of, load_entries
-from ..checks import check_choice
+from ..catalog import Entry, cached_entries, entries_where, field_of
 from .clos import DEFAULT_SWITCH_LATENCY_NS, ClosDesign
 from .planes import MultiPlaneDesign
 
@@ -42,18 +40,12 @@ class TransportMeasurement(Entry):
     source: str = field_of("", "where the figure was published")
 
 
-@functools.cache
-def _transports() -> dict[str, TransportMeasurement]:
-    return load_entries(DATA_DIR / "transports.toml", "measurement", TransportMeasurement)
+_transports = cached_entries("transports.toml", "measurement", TransportMeasurement)
 
 
 def transport_measurements(transport: str | None = None) -> list[TransportMeasurement]:
     """Published RDMA / TCP measurements, optionally of one transport, in file order."""
-    found = list(_transports().values())
-    if transport is None:
-        return found
-    check_choice("transport", transport, sorted({m.transport for m in found}))
-    return [m for m in found if m.transport == transport]
+    return entries_where(_transports(), "transport", transport)
 
 
 def fabric_alpha(link, design: ClosDesign | MultiPlaneDesign | None = None,

@@ -65,7 +65,6 @@ class CollectiveExplorer(Explorer):
     """
 
     title = "What does a collective cost? α-β time by algorithm"
-    image_format = "svg+xml"
 
     def __init__(self, **initial: Any) -> None:
         self._fits: dict[str, tuple[calibration.NcclTestsLog, calibration.AlphaBetaFit]] = {}

@@ -13,7 +13,9 @@ from IPython.display import HTML
 from matplotlib.figure import Figure
 from traitlets import TraitError
 
-__all__ = ["Explorer", "admit", "answer", "figure_png"]
+from .. import catalog
+
+__all__ = ["Explorer", "admit", "answer", "figure_png", "gpu_menu", "model_menu"]
 
 _STYLE = """
 <style>
@@ -123,8 +125,9 @@ class Explorer:
     """
 
     title: str = ""
-    #: "png" for matplotlib figures, "svg+xml" for :mod:`scaleout.svgchart` (much faster).
-    image_format: str = "png"
+    #: "svg+xml" for :mod:`scaleout.svgchart` (every explorer's), "png" for a matplotlib
+    #: figure (:func:`figure_png`, much slower).
+    image_format: str = "svg+xml"
 
     #: Put the readout under the chart at every width (for wide readouts, e.g. tables of text).
     readout_below: bool = False
@@ -243,6 +246,22 @@ class Explorer:
 
     def _repr_mimebundle_(self, **kwargs):  # pragma: no cover - exercised in notebooks
         return self.view._repr_mimebundle_(**kwargs)
+
+
+def model_menu(value: str, wide: Mapping[str, Any]) -> W.Dropdown:
+    """The ``model`` control: a Dropdown of the catalog's models with ``value`` chosen.
+
+    ``wide`` holds the explorer's ``style`` and ``layout`` keywords.
+    """
+    return W.Dropdown(options=catalog.model_names(), value=value, description="model", **wide)
+
+
+def gpu_menu(value: str, wide: Mapping[str, Any]) -> W.Dropdown:
+    """The ``gpu`` control: a Dropdown of the catalog's GPUs with ``value`` chosen.
+
+    ``wide`` holds the explorer's ``style`` and ``layout`` keywords.
+    """
+    return W.Dropdown(options=catalog.gpu_names(), value=value, description="GPU", **wide)
 
 
 def admit(control: W.ValueWidget, value: Any) -> None:

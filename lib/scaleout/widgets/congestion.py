@@ -44,7 +44,6 @@ class IncastExplorer(Explorer):
     """
 
     title = "Incast: many senders to one port, and an innocent flow beside them"
-    image_format = "svg+xml"
     SIZES_MB: ClassVar[tuple[float, ...]] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 
     def __init__(self, **initial: Any) -> None:

@@ -40,7 +40,6 @@ class FabricExplorer(Explorer):
     """
 
     title = "A Clos fabric: switches, links, optics and bisection"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
@@ -134,7 +133,6 @@ class LoadBalanceExplorer(Explorer):
     """
 
     title = "Spreading one NIC's traffic over equal-cost paths or planes"
-    image_format = "svg+xml"
     #: Flow counts on the chart's x axis.
     FLOWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128)
     TRIALS = 150

@@ -52,7 +52,6 @@ class ShardingExplorer(Explorer):
     """
 
     title = "What did the compiler insert? Collectives and memory of a sharded step"
-    image_format = "svg+xml"
 
     def __init__(self, dense: LabModel | None = None, moe: LabModel | None = None,
                  **initial: Any) -> None:

@@ -25,7 +25,7 @@ from .. import catalog, compute, memory, roofline, svgchart
 from .. import context_parallel as cpar
 from ..plotting import CHANNEL_COLORS
 from ..units import GIB
-from .common import Explorer
+from .common import Explorer, gpu_menu, model_menu
 
 __all__ = ["SEQ_LENS", "ContextExplorer", "RooflineExplorer"]
 
@@ -56,14 +56,11 @@ class ContextExplorer(Explorer):
     """
 
     title = "Long context: activations, context parallelism or a larger TP"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "model": W.Dropdown(options=catalog.model_names(), value="llama3-405b",
-                                description="model", **_WIDE),
-            "gpu": W.Dropdown(options=catalog.gpu_names(), value="H100-SXM5-80GB",
-                              description="GPU", **_WIDE),
+            "model": model_menu("llama3-405b", _WIDE),
+            "gpu": gpu_menu("H100-SXM5-80GB", _WIDE),
             "seq_len": W.Dropdown(options=list(SEQ_LENS), value=131072,
                                   description="sequence", **_WIDE),
             "tp": W.Dropdown(options=list(_SIZES), value=8, description="TP size", **_WIDE),
@@ -146,16 +143,13 @@ class RooflineExplorer(Explorer):
     """
 
     title = "The roofline: what bounds each part of a step"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "gpu": W.Dropdown(options=catalog.gpu_names(), value="H100-SXM5-80GB",
-                              description="GPU", **_WIDE),
+            "gpu": gpu_menu("H100-SXM5-80GB", _WIDE),
             "fmt": W.Dropdown(options=["bf16", "fp8"], value="bf16", description="format",
                               **_WIDE),
-            "model": W.Dropdown(options=catalog.model_names(), value="llama3-70b",
-                                description="model", **_WIDE),
+            "model": model_menu("llama3-70b", _WIDE),
             "seq_len": W.Dropdown(options=list(SEQ_LENS[:6]), value=8192,
                                   description="sequence", **_WIDE),
             "micro_batch": W.IntSlider(value=1, min=1, max=16, description="micro-batch",

@@ -8,7 +8,7 @@ from typing import Any
 import ipywidgets as W
 
 from .. import catalog, formatting, memory, plotting
-from .common import Explorer
+from .common import Explorer, gpu_menu
 
 __all__ = ["CUSTOM", "MemoryExplorer"]
 
@@ -40,7 +40,6 @@ class MemoryExplorer(Explorer):
     """
 
     title = "Memory per GPU: what fits?"
-    image_format = "svg+xml"
 
     def __init__(self, **initial: Any) -> None:
         self._filling = False
@@ -65,8 +64,7 @@ class MemoryExplorer(Explorer):
             "n_heads": _int_box("heads", 96),
             "base": W.Dropdown(options=catalog.model_names(), value="gpt3-175b",
                                description="custom from", disabled=True, **_WIDE),
-            "gpu": W.Dropdown(options=catalog.gpu_names(), value="A100-SXM4-80GB",
-                              description="GPU", **_WIDE),
+            "gpu": gpu_menu("A100-SXM4-80GB", _WIDE),
             "recipe": W.Dropdown(options=list(memory.RECIPES), value="mixed-adam",
                                  description="recipe", **_WIDE),
             "micro_batch": W.IntSlider(value=1, min=1, max=32, description="micro-batch",

@@ -52,7 +52,6 @@ class MoEExplorer(Explorer):
     """
 
     title = "Expert parallelism: where the all-to-all goes, and what it costs"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {

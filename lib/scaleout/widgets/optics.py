@@ -72,7 +72,6 @@ class OpticsExplorer(Explorer):
     """
 
     title = "What do a cluster's optics cost? Modules, fibres and watts by technology"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         switches = [c.name for c in fabric.switch_chips()]

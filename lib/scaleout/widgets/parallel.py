@@ -34,7 +34,7 @@ from .. import (
 )
 from .. import formatting as fmt
 from ..render import html_table
-from .common import Explorer
+from .common import Explorer, gpu_menu, model_menu
 
 __all__ = [
     "BUCKET_MIB_CHOICES",
@@ -86,14 +86,11 @@ class DataParallelExplorer(Explorer):
     """
 
     title = "Data parallelism: how much of n GPUs do you get?"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "model": W.Dropdown(options=catalog.model_names(), value="gpt2-1.5b",
-                                description="model", **_WIDE),
-            "gpu": W.Dropdown(options=catalog.gpu_names(), value="H100-SXM5-80GB",
-                              description="GPU", **_WIDE),
+            "model": model_menu("gpt2-1.5b", _WIDE),
+            "gpu": gpu_menu("H100-SXM5-80GB", _WIDE),
             "link": W.Dropdown(options=_links(), value="InfiniBand NDR",
                                description="network", **_WIDE),
             "gpus_per_node": W.Dropdown(options=NODE_SIZES, value=8,
@@ -194,12 +191,10 @@ class TensorParallelExplorer(Explorer):
     """
 
     title = "Tensor parallelism: one layer's compute vs communication"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "model": W.Dropdown(options=catalog.model_names(), value="gpt3-175b",
-                                description="model", **_WIDE),
+            "model": model_menu("gpt3-175b", _WIDE),
             "t": W.Dropdown(options=TP_SIZES, value=8, description="TP size t", **_WIDE),
             "intra": W.Dropdown(options=_links("scale-up"), value="NVLink 4",
                                 description="inside node", **_WIDE),
@@ -290,14 +285,11 @@ class ZeroExplorer(Explorer):
     """
 
     title = "ZeRO: memory per GPU against communication per step"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "model": W.Dropdown(options=catalog.model_names(), value="gpt3-175b",
-                                description="model", **_WIDE),
-            "gpu": W.Dropdown(options=catalog.gpu_names(), value="H100-SXM5-80GB",
-                              description="GPU", **_WIDE),
+            "model": model_menu("gpt3-175b", _WIDE),
+            "gpu": gpu_menu("H100-SXM5-80GB", _WIDE),
             "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=3, description="ZeRO stage",
                                      **_WIDE),
             "dp": W.SelectionSlider(options=_n_options(DP_SIZES), value=64,

@@ -44,7 +44,6 @@ class PipelineExplorer(Explorer):
     """
 
     title = "Pipeline schedules: where does the time go?"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         slider = {"continuous_update": False, **_WIDE}

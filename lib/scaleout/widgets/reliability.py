@@ -53,7 +53,6 @@ class CheckpointExplorer(Explorer):
     """
 
     title = "How often to checkpoint? Goodput against the interval"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         storage = reliability.figure("llama3-storage-sustained").si / units.GB

@@ -40,7 +40,6 @@ class GlossaryExplorer(Explorer):
     """
 
     title = "Glossary search: what does a word mean, and where is it taught?"
-    image_format = "svg+xml"
     readout_below = True  # a table of definitions needs the full width
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
@@ -88,7 +87,6 @@ class ScaleUpExplorer(Explorer):
     """
 
     title = "What does it take to hold a model?"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {

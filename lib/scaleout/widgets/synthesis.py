@@ -16,10 +16,10 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import catalog, optics, plan, plotting, svgchart, synthesis
 from .. import formatting as fmt
+from .. import optics, plan, plotting, svgchart, synthesis
 from ..render import html_table
-from .common import Explorer
+from .common import Explorer, gpu_menu, model_menu
 
 __all__ = ["COMPARED_SIZES", "DOMAIN_MENU", "DomainExplorer"]
 
@@ -41,14 +41,11 @@ class DomainExplorer(Explorer):
     """
 
     title = "Scale-up domain size against step time, days, fabric and failures"
-    image_format = "svg+xml"
 
     def _build_controls(self) -> dict[str, W.ValueWidget]:
         return {
-            "model": W.Dropdown(options=catalog.model_names(), value="gpt3-175b",
-                                description="model", **_WIDE),
-            "gpu": W.Dropdown(options=catalog.gpu_names(), value="GB200", description="GPU",
-                              **_WIDE),
+            "model": model_menu("gpt3-175b", _WIDE),
+            "gpu": gpu_menu("GB200", _WIDE),
             "n_gpus": W.BoundedIntText(value=1152, min=0, max=1_000_000, description="GPUs",
                                        **_WIDE),
             "domain": W.Dropdown(options=list(DOMAIN_MENU), value=72,
