@@ -28,6 +28,7 @@ from matplotlib.ticker import (
 from . import fonts, formatting, svgchart
 from .memory import MemoryBreakdown
 from .plan import PART_WORDS as _PART_WORDS
+from .units import GIB
 
 __all__ = [
     "ALGORITHM_COLORS",
@@ -84,6 +85,7 @@ __all__ = [
     "run_timeline",
     "scaling_lines",
     "stage_bars",
+    "stage_memory_bars",
     "step_in_words",
     "tp_sweep_lines",
     "validation_scatter",
@@ -744,6 +746,41 @@ def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str
     ax.legend(fontsize=9, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if title:
         ax.set_title(title, fontsize=11)
+
+
+def stage_memory_bars(ax: Axes, stages: Sequence[Any], capacity_bytes: float,
+                      title: str = "") -> None:
+    """Memory of every pipeline rank: one stacked bar per stage (GiB) of the planner's parts,
+    weights, gradients, optimizer state, activations and reserve
+    (:class:`scaleout.plan.StageMemory`, rank 0 first), a dashed line at the GPU's HBM, and
+    each bar's total above it; a bar past the line is hatched."""
+    ax.clear()
+    cap = capacity_bytes / GIB
+    top = cap
+    for x, st in enumerate(stages):
+        parts = st.parts()
+        total = sum(parts.values()) / GIB
+        over = total > cap
+        bottom = 0.0
+        for part, color in PLAN_MEMORY_COLORS.items():
+            height = parts[part] / GIB
+            ax.bar(x, height, bottom=bottom, color=color, width=0.7,
+                   hatch="//" if over else None, edgecolor="black" if over else "white",
+                   linewidth=0.5, label=MEMORY_LABELS[part] if x == 0 else None)
+            bottom += height
+        ax.text(x, bottom, formatting.sig(bottom, 3), ha="center", va="bottom",
+                fontsize=8)
+        top = max(top, bottom)
+    ax.axhline(cap, color="black", linestyle="--", linewidth=1.2,
+               label=f"HBM {formatting.sig(cap, 3)} GiB")
+    n = len(stages)
+    step = max(1, int(np.ceil(n / 16)))  # at most 16 tick labels
+    ax.set_xticks(range(0, n, step), [str(i) for i in range(0, n, step)], fontsize=9)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(0, top * 1.12)
+    _human_axis(ax.yaxis)
+    _finish(ax, title, xlabel="pipeline stage (GPU's pipeline rank)",
+            ylabel="memory per GPU (GiB)", grid=None)
 
 
 #: One colour per plane of a multi-plane fabric (drawn in this order).
