@@ -86,6 +86,7 @@ __all__ = [
     "scaling_lines",
     "stage_bars",
     "stage_memory_bars",
+    "stage_memory_bars_svg",
     "step_in_words",
     "tp_sweep_lines",
     "validation_scatter",
@@ -781,6 +782,21 @@ def stage_memory_bars(ax: Axes, stages: Sequence[Any], capacity_bytes: float,
     _human_axis(ax.yaxis)
     _finish(ax, title, xlabel="pipeline stage (GPU's pipeline rank)",
             ylabel="memory per GPU (GiB)", grid=None)
+
+
+def stage_memory_bars_svg(stages: Sequence[Any], capacity_bytes: float, title: str = ""
+                          ) -> bytes:
+    """The chart of :func:`stage_memory_bars` as SVG bytes for a widget: one horizontal
+    stacked bar per pipeline rank (GiB), the HBM as the dashed marker, the fullest rank
+    highlighted."""
+    rows = {f"stage {st.stage}": _in_words({k: v / GIB for k, v in st.parts().items()})
+            for st in stages}
+    big = max(stages, key=lambda st: st.total_bytes).stage if stages else None
+    cap = capacity_bytes / GIB
+    return svgchart.stacked_hbars(
+        rows, _word_colors(PLAN_MEMORY_COLORS), marker=cap,
+        marker_label=f"HBM {formatting.sig(cap)} GiB", xlabel="memory per GPU (GiB)",
+        title=title, highlight=None if big is None else f"stage {big}", row_height=24)
 
 
 #: One colour per plane of a multi-plane fabric (drawn in this order).
