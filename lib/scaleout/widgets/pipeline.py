@@ -102,10 +102,10 @@ class StageMemoryExplorer(Explorer):
     """Memory of every pipeline rank of one plan: pick a model, a GPU and the layout.
 
     Controls: ``model``, ``gpu``, ``framework`` (a planner preset; ``deepseek-hai-llm`` runs
-    DualPipe), ``tp``, ``pp``, ``dp``, ``ep``, ``micro_batch``, ``global_batch``,
-    ``interleave``, ``zero_stage``, ``recompute``, ``sp``, ``flash_attention``. ``result`` is
-    the :class:`scaleout.plan.PlanResult`; its ``stages`` are drawn by
-    :func:`scaleout.plotting.stage_memory_bars`.
+    DualPipe), ``link`` (the port between nodes), ``tp``, ``pp``, ``dp``, ``ep``,
+    ``micro_batch``, ``global_batch``, ``interleave``, ``zero_stage``, ``recompute``, ``sp``,
+    ``flash_attention``. ``result`` is the :class:`scaleout.plan.PlanResult`;
+    its ``stages`` are drawn by :func:`scaleout.plotting.stage_memory_bars`.
     """
 
     title = "Memory per pipeline rank"
@@ -123,6 +123,8 @@ class StageMemoryExplorer(Explorer):
                               description="GPU", **_WIDE),
             "framework": W.Dropdown(options=framework_names(), value="megatron-core",
                                     description="framework", **_WIDE),
+            "link": W.Dropdown(options=catalog.link_names(), value="InfiniBand NDR",
+                               description="between nodes", **_WIDE),
             "tp": W.Dropdown(options=[1, 2, 4, 8], value=8, description="TP", **_WIDE),
             "pp": W.IntSlider(value=4, min=1, max=32, description="PP (stages)", **box),
             "dp": W.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128], value=2,
@@ -152,7 +154,9 @@ class StageMemoryExplorer(Explorer):
                       interleave=v["interleave"], zero_stage=v["zero_stage"],
                       recompute=v["recompute"], sp=v["sp"],
                       flash_attention=v["flash_attention"])
-        return plan.evaluate(v["model"], v["gpu"], p, framework=v["framework"])
+        return plan.evaluate(v["model"], v["gpu"], p,
+                             plan.default_network(v["gpu"], inter=v["link"]),
+                             framework=v["framework"])
 
     def _render(self, r) -> str:
         self.image.value = plotting.stage_memory_bars_svg(
