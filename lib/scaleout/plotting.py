@@ -28,6 +28,7 @@ from matplotlib.ticker import (
 from . import fonts, formatting, svgchart
 from .memory import MemoryBreakdown
 from .plan import PART_WORDS as _PART_WORDS
+from .units import GIB
 
 __all__ = [
     "ALGORITHM_COLORS",
@@ -88,6 +89,8 @@ __all__ = [
     "scaling_lines",
     "scatter",
     "stage_bars",
+    "stage_memory_bars",
+    "stage_memory_bars_svg",
     "step_in_words",
     "tp_sweep_lines",
     "validation_scatter",
@@ -836,6 +839,56 @@ def stage_bars(ax: Axes, groups: dict[str, list[float]], ylabel: str, title: str
     bars(ax, [str(s) for s in range(stages)], groups, xlabel="pipeline stage", ylabel=ylabel,
          title=title, colors={k: cycle[i % len(cycle)] for i, k in enumerate(groups)},
          hlines=None if line is None else {line_label or "_line": line})
+
+
+def stage_memory_bars(ax: Axes, stages: Sequence[Any], capacity_bytes: float,
+                      title: str = "") -> None:
+    """Memory of every pipeline rank: one stacked bar per stage (GiB) of the planner's parts,
+    weights, gradients, optimizer state, activations and reserve
+    (:class:`scaleout.plan.StageMemory`, rank 0 first), a dashed line at the GPU's HBM, and
+    each bar's total above it; a bar past the line is hatched."""
+    ax.clear()
+    cap = capacity_bytes / GIB
+    top = cap
+    for x, st in enumerate(stages):
+        parts = st.parts()
+        total = sum(parts.values()) / GIB
+        over = total > cap
+        bottom = 0.0
+        for part, color in PLAN_MEMORY_COLORS.items():
+            height = parts[part] / GIB
+            ax.bar(x, height, bottom=bottom, color=color, width=0.7,
+                   hatch="//" if over else None, edgecolor="black" if over else "white",
+                   linewidth=0.5, label=MEMORY_LABELS[part] if x == 0 else None)
+            bottom += height
+        ax.text(x, bottom, formatting.sig(bottom, 3), ha="center", va="bottom",
+                fontsize=8)
+        top = max(top, bottom)
+    ax.axhline(cap, color="black", linestyle="--", linewidth=1.2,
+               label=f"HBM {formatting.sig(cap, 3)} GiB")
+    n = len(stages)
+    step = max(1, int(np.ceil(n / 16)))  # at most 16 tick labels
+    ax.set_xticks(range(0, n, step), [str(i) for i in range(0, n, step)], fontsize=9)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(0, top * 1.12)
+    _human_axis(ax.yaxis)
+    _finish(ax, title, xlabel="pipeline stage (GPU's pipeline rank)",
+            ylabel="memory per GPU (GiB)", grid=None)
+
+
+def stage_memory_bars_svg(stages: Sequence[Any], capacity_bytes: float, title: str = ""
+                          ) -> bytes:
+    """The chart of :func:`stage_memory_bars` as SVG bytes for a widget: one horizontal
+    stacked bar per pipeline rank (GiB), the HBM as the dashed marker, the fullest rank
+    highlighted."""
+    rows = {f"stage {st.stage}": _in_words({k: v / GIB for k, v in st.parts().items()})
+            for st in stages}
+    big = max(stages, key=lambda st: st.total_bytes).stage if stages else None
+    cap = capacity_bytes / GIB
+    return svgchart.stacked_hbars(
+        rows, _word_colors(PLAN_MEMORY_COLORS), marker=cap,
+        marker_label=f"HBM {formatting.sig(cap)} GiB", xlabel="memory per GPU (GiB)",
+        title=title, highlight=None if big is None else f"stage {big}", row_height=24)
 
 
 #: One colour per plane of a multi-plane fabric (drawn in this order).

@@ -6,6 +6,8 @@
 * One event of the explorer of notebook 05 at the largest schedule its sliders allow
   (16 stages, 64 micro-batches, 4 chunks: 8,192 passes drawn as SVG), toggling the send
   time. Target: median under 50 ms, like every explorer (bench_widgets.py).
+* One event of the memory-per-rank explorer at 32 stages (an evaluate and 32 stacked bars as
+  SVG). Target: the same 50 ms.
 """
 
 from __future__ import annotations
@@ -53,4 +55,25 @@ def test_explorer_event_at_slider_maximum(benchmark, results_table) -> None:
     assert explorer.error is None
     median_ms = _row(results_table, benchmark, "explorer event, interleaved 16 x 64 x 4",
                      explorer.result.n_tasks, EVENT_TARGET_MS)
+    assert median_ms < EVENT_TARGET_MS, f"median {median_ms:.1f} ms per event"
+
+
+def test_rank_memory_explorer_event_at_32_stages(benchmark, results_table) -> None:
+    """The memory-per-rank explorer redraws every rank of a 32-stage plan: one evaluate and
+    an SVG of 32 stacked bars per event."""
+    from scaleout.widgets.pipeline import StageMemoryExplorer
+
+    explorer = StageMemoryExplorer(model="gpt3-175b", gpu="A100-SXM4-80GB", pp=32, dp=2,
+                                   global_batch=64)
+    assert explorer.error is None
+    values = itertools.cycle([1, 2])
+    control = explorer.controls["micro_batch"]
+
+    def event() -> None:
+        control.value = next(values)
+
+    benchmark(event)
+    assert explorer.error is None and len(explorer.result.stages) == 32
+    median_ms = _row(results_table, benchmark, "memory-per-rank explorer event, 32 stages",
+                     32, EVENT_TARGET_MS)
     assert median_ms < EVENT_TARGET_MS, f"median {median_ms:.1f} ms per event"

@@ -438,3 +438,33 @@ def test_plan_bars_name_only_the_parts_a_plan_has_and_label_cp_and_ep():
     assert (f"EP{best.ep}" in text) == (best.ep > 1)
     assert ("expert all-to-alls" in text) == any(
         moe.arrays["ep_comm_s"][i] > 0 for i in moe.order[:3])
+
+
+def test_stage_memory_bars_draw_every_rank_stacked_with_the_hbm_line():
+    """Four ranks of five parts each: every bar segment's height is the part's GiB, stacked
+    in order; the dashed line sits at the GPU's HBM; the totals are written above the bars;
+    a rank over HBM is hatched."""
+    from scaleout import plan
+    from scaleout.units import GIB
+
+    result = plan.evaluate("llama3-70b", "H100", plan.Plan(
+        tp=8, pp=4, dp=2, micro_batch=4, global_batch=64, zero_stage=1, sp=True,
+        recompute="selective", flash_attention=True))  # ranks 0 and 1 over 80 GB, 2 and 3 in
+    fig, ax = plotting.new_figure()
+    plotting.stage_memory_bars(ax, result.stages, result.capacity_bytes, title="per rank")
+    _drawn(fig)
+    bars = ax.patches
+    assert len(bars) == 4 * 5
+    for i, st in enumerate(result.stages):
+        segments = [b for b in bars if abs(b.get_x() + b.get_width() / 2 - i) < 1e-9]
+        heights = [b.get_height() for b in segments]
+        assert heights == pytest.approx([v / GIB for v in st.parts().values()], rel=1e-12)
+        assert segments[-1].get_y() + heights[-1] == pytest.approx(st.total_bytes / GIB)
+        assert bool(segments[0].get_hatch()) == (st.total_bytes > result.capacity_bytes)
+    assert [bool(b.get_hatch()) for b in bars[::5]] == [True, True, False, False]
+    line = ax.get_lines()[0]
+    assert line.get_ydata()[0] == pytest.approx(result.capacity_bytes / GIB)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[0] == f"{result.stages[0].total_bytes / GIB:,.3g}"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
+    assert ax.get_title() == "per rank"

@@ -89,3 +89,28 @@ def test_gantt_svg_draws_every_pass_once():
     assert "GPU 3" in svg and "ideal (no bubble)" in svg
     dense = plotting.pipeline_gantt_svg(pipeline.simulate("interleaved", 16, 64, 4), labels=False)
     assert b'stroke="white"' not in dense  # no white edges on bars a pixel wide
+
+
+def test_stage_memory_explorer_draws_every_rank_and_survives_bad_input():
+    """Llama 3 70B, TP 8 × PP 4 × DP 2, micro-batch 2: four ranks drawn, the first the
+    fullest (p - i micro-batches in flight: 4, 3, 2, 1); a layout the planner refuses shows
+    its sentence and the explorer keeps working."""
+    from scaleout import plan
+    from scaleout.widgets.pipeline import StageMemoryExplorer
+
+    e = StageMemoryExplorer()
+    r = e.result
+    assert e.error is None and len(r.stages) == 4
+    assert [s.in_flight for s in r.stages] == [4, 3, 2, 1]
+    want = plan.evaluate("llama3-70b", "H100-SXM5-80GB", plan.Plan(
+        tp=8, pp=4, dp=2, micro_batch=2, global_batch=64, zero_stage=1, sp=True,
+        recompute="selective", flash_attention=True))
+    assert r.memory_bytes == pytest.approx(want.memory_bytes)
+    svg = bytes(e.image.value).decode()
+    assert svg.startswith("<svg") and all(f"stage {i}" in svg for i in range(4))
+    assert "fullest rank" in e.readout.value and ">0: " in e.readout.value
+    e.controls["tp"].value = 1  # sequence parallelism needs tp > 1
+    assert "sequence parallel" in e.status.value and e.error
+    e.controls["sp"].value = False
+    e.controls["pp"].value = 8
+    assert e.error is None and len(e.result.stages) == 8

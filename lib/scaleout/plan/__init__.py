@@ -65,6 +65,7 @@ The package
 ``network``        :func:`default_network`; derated links; cached collective costs
 ``step``           the model of one iteration, part by part (:func:`step.iteration`)
 ``evaluate``       one plan: :func:`evaluate`, :class:`PlanResult`
+``stages``         memory of every pipeline rank of one plan: :class:`StageMemory`
 ``search``         every valid plan at once: :func:`search`, :class:`SearchResult`
 ``explain``        why the best plan wins, in sentences
 ``published``      published training runs as cases (model, layout, framework, quantity)
@@ -84,6 +85,7 @@ from .frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, Framework, framework, fra
 from .network import default_network
 from .published import TRAINING
 from .search import PLAN_FIELDS, NoPlanError, SearchResult, search
+from .stages import StageMemory
 from .step import (
     ACTIVATION_BYTES,
     ADAM_TRAFFIC_BYTES_PER_PARAM,
@@ -124,6 +126,7 @@ __all__ = [
     "Plan",
     "PlanResult",
     "SearchResult",
+    "StageMemory",
     "ValidationRow",
     "bound",
     "cross_validation",

@@ -16,7 +16,8 @@ from ..units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from .calibration import Calibration
 from .frameworks import Framework
 from .network import default_network
-from .step import MEMORY_PARTS, STEP_PARTS, TIGHT_SHARE, Context, context, iteration
+from .stages import StageMemory, stage_memory
+from .step import MEMORY_PARTS, STEP_PARTS, TIGHT_SHARE, Context, _shape, context, iteration
 
 __all__ = ["PlanResult", "evaluate", "plan_from_arrays", "throughput"]
 
@@ -25,10 +26,14 @@ __all__ = ["PlanResult", "evaluate", "plan_from_arrays", "throughput"]
 class PlanResult:
     """One plan evaluated: memory per GPU (bytes), time per iteration (seconds), throughput.
 
-    ``memory`` maps :data:`~scaleout.plan.MEMORY_PARTS` to bytes (the busier of the first and
-    last pipeline stage, ``reserve`` included), ``step`` maps
+    ``memory`` maps :data:`~scaleout.plan.MEMORY_PARTS` to bytes (the fullest pipeline rank,
+    ``reserve`` included; :attr:`fits` compares it with HBM), ``step`` maps
     :data:`~scaleout.plan.STEP_PARTS` to seconds; ``stage_memory_bytes`` gives the first and
-    the last stage; ``framework`` names the preset whose collectives and overlaps were assumed.
+    the last stage; ``stages`` every pipeline rank, rank 0 first
+    (:func:`~scaleout.plan.stages.stage_memory`: its layers, the embedding and output layer it
+    holds, the micro-batches it keeps in flight, bytes per part), and ``memory`` is the
+    largest of them; ``framework`` names the preset whose collectives and overlaps were
+    assumed.
     """
 
     plan: Plan
@@ -48,6 +53,12 @@ class PlanResult:
     framework: str = ""
     stage_memory_bytes: dict[str, float] | None = None
     framework_label: str = ""
+    stages: tuple[StageMemory, ...] = ()
+
+    @property
+    def largest_stage(self) -> StageMemory | None:
+        """The pipeline rank that holds the most bytes (None without :attr:`stages`)."""
+        return max(self.stages, key=lambda s: s.total_bytes) if self.stages else None
 
     @property
     def memory_bytes(self) -> float:
@@ -100,12 +111,17 @@ def plan_from_arrays(a: Mapping[str, np.ndarray], i: int, *, global_batch: int,
                 cp=int(a["cp"][i]) if "cp" in a else 1, ep=int(a["ep"][i]) if "ep" in a else 1)
 
 
-def _one(ctx: Context, plan: Plan, uneven: bool = False) -> dict[str, np.ndarray]:
+def _arrays(plan: Plan) -> dict[str, np.ndarray]:
+    """One plan as the one-element arrays :func:`~scaleout.plan.step.iteration` takes."""
     a = {"tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "micro_batch": plan.micro_batch,
          "interleave": plan.interleave, "zero_stage": plan.zero_stage, "sp": plan.sp,
          "rc": memory.recompute_code(plan.recompute), "flash": plan.flash_attention,
          "zero_shard": plan.shard_group, "cp": plan.cp, "ep": plan.ep}
-    return iteration(ctx, {k: np.array([v]) for k, v in a.items()}, uneven=uneven)
+    return {k: np.array([v]) for k, v in a.items()}
+
+
+def _one(ctx: Context, plan: Plan, uneven: bool = False) -> dict[str, np.ndarray]:
+    return iteration(ctx, _arrays(plan), uneven=uneven)
 
 
 def throughput(ctx: Context, n_gpus, step_s, rc) -> dict[str, np.ndarray]:
@@ -195,7 +211,11 @@ def evaluate(
                                        seq_len=ctx.seq_len,
                                        flash_attention=plan.flash_attention,
                                        recipe=ctx.recipe, gpu=ctx.gpu))
-    out = _one(ctx, plan, uneven)
+    arrays = _arrays(plan)
+    out = iteration(ctx, arrays, uneven=uneven)
+    stages = stage_memory(ctx, _shape(ctx, arrays), out["first_layers"][0],
+                          out["last_layers"][0])
+    largest = max(stages, key=lambda s: s.total_bytes)
     rc = RECOMPUTE_MODES.index(plan.recompute)
     thr = throughput(ctx, plan.n_gpus, out["step_s"], rc)
     days = hours = None
@@ -205,7 +225,7 @@ def evaluate(
         hours = seconds * plan.n_gpus / SECONDS_PER_HOUR
     return PlanResult(
         plan=plan, model=m.name, gpu=ctx.gpu.name,
-        memory={k: float(out[f"{k}_bytes"][0]) for k in MEMORY_PARTS},
+        memory=largest.parts(),
         capacity_bytes=ctx.gpu.hbm_bytes,
         step={k: float(out[f"{k}_s"][0]) for k in STEP_PARTS},
         tokens_per_s=float(thr["tokens_per_s"][0]), mfu=float(thr["mfu"][0]),
@@ -216,4 +236,5 @@ def evaluate(
         framework_label=ctx.framework.label,
         stage_memory_bytes={"first": float(out["first_stage_bytes"][0]),
                             "last": float(out["last_stage_bytes"][0])},
+        stages=stages,
     )

@@ -618,6 +618,43 @@ def _model_state(ctx: Context, x: _Shape, dense: np.ndarray, experts: np.ndarray
     return w, g, o
 
 
+def _stored_activations(ctx: Context, x: _Shape) -> np.ndarray:
+    """Activation bytes one layer stores per micro-batch under the plan's recomputation, less
+    what the framework recomputes besides (:attr:`Framework.recompute_kinds`; full
+    recomputation already stores none of it)."""
+    act = _activations_per_layer(ctx, x, x.rc)
+    if ctx.framework.recompute_kinds:
+        act = act - np.where(x.rc == 2, 0.0, _recomputed_kinds(ctx, x)["freed_bytes"])
+    return act
+
+
+def _extras(ctx: Context, x: _Shape) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes beyond model state and stored activations: the loss's fp32 logits on the GPU that
+    runs the output layer (:data:`RESERVE`'s ``logits_bytes``), and the layers ZeRO-3 keeps
+    whole (the unit being computed and the prefetched ones), on every GPU."""
+    m, ex = ctx.model, ctx.experts
+    logits = RESERVE["logits_bytes"] * x.tokens * m.vocab / x.tp
+    unit = (ctx.parts["layers"] if ex is None else ex.nonexpert["layers"]) / m.n_layers / x.tp
+    if ex is not None:
+        unit = unit + ex.moe_share * ex.routed_per_layer / x.ep
+    unit = unit * ctx.recipe.weight_bytes
+    zero3 = np.where(x.zero_stage == 3, (ctx.framework.zero3_prefetch + 1) * unit, 0.0)
+    return logits, zero3
+
+
+def _stage_bytes(ctx: Context, x: _Shape, act, dense, experts, act_layers, flight, extra
+                 ) -> tuple:
+    """(weights, grads, optimizer, activations, reserve, dense, experts, flight) of one GPU:
+    ZeRO model state of its parameters, ``act`` bytes per layer and micro-batch for
+    ``act_layers`` layers and ``flight`` micro-batches, and :data:`RESERVE` (the fixed part,
+    the allocator's share of what it holds, and ``extra``)."""
+    w, g, o = _model_state(ctx, x, dense, experts)
+    a = act * act_layers * flight
+    held = w + g + o + a
+    reserve = ctx.reserve_bytes + RESERVE["allocator_share"] * held + extra
+    return (w, g, o, a, reserve, dense, experts, flight)
+
+
 def memory_parts(ctx: Context, x: _Shape, st: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Bytes per GPU of the fullest GPU: ZeRO model state of its parameters, activations of the
     micro-batches it holds, and :data:`RESERVE`.
@@ -626,28 +663,15 @@ def memory_parts(ctx: Context, x: _Shape, st: dict[str, np.ndarray]) -> dict[str
     more, also a middle one, which may hold more experts than the first); under DualPipe the
     first GPU (stages 0 and ``pp - 1``) and a middle one (two middle stages), each holding
     ``pp + 1`` micro-batches."""
-    m, fw, ex = ctx.model, ctx.framework, ctx.experts
-    dual = fw.pipeline_schedule == "dualpipe"
-    act = _activations_per_layer(ctx, x, x.rc)
-    if fw.recompute_kinds:  # what the framework recomputes is not stored (below full)
-        act = act - np.where(x.rc == 2, 0.0, _recomputed_kinds(ctx, x)["freed_bytes"])
-    logits = RESERVE["logits_bytes"] * x.tokens * m.vocab / x.tp
-    # ZeRO-3 keeps the unit being computed and the prefetched ones whole
-    unit = (ctx.parts["layers"] if ex is None else ex.nonexpert["layers"]) / m.n_layers / x.tp
-    if ex is not None:
-        unit = unit + ex.moe_share * ex.routed_per_layer / x.ep
-    unit = unit * ctx.recipe.weight_bytes
-    zero3 = np.where(x.zero_stage == 3, (fw.zero3_prefetch + 1) * unit, 0.0)
+    ex = ctx.experts
+    dual = ctx.framework.pipeline_schedule == "dualpipe"
+    act = _stored_activations(ctx, x)
+    logits, zero3 = _extras(ctx, x)
     stages = {w: _stage_params(ctx, x, st, w) for w in (
         ("first", "last", "middle") if ex is not None or dual else ("first", "last"))}
 
     def one(dense, experts, act_layers, flight, extra):
-        w, g, o = _model_state(ctx, x, dense, experts)
-        a = act * act_layers * flight
-        extra = extra + zero3
-        held = w + g + o + a
-        reserve = ctx.reserve_bytes + RESERVE["allocator_share"] * held + extra
-        return (w, g, o, a, reserve, dense, experts, flight)
+        return _stage_bytes(ctx, x, act, dense, experts, act_layers, flight, extra + zero3)
 
     out = {}
     if dual:
