@@ -460,3 +460,103 @@ def test_stage_activations_by_default_are_one_sequence_without_flash_attention()
     layer = s * h * (34 + 5 * a * s / h)
     got = pipeline.activation_bytes_per_stage(pipeline.simulate("1f1b", 4, 8), "gpt3-175b")
     np.testing.assert_allclose(got, [(4 - i) * 24 * layer for i in range(4)], rtol=1e-12)
+
+
+def test_simulate_defaults_are_1f1b_over_4_stages_and_8_micro_batches():
+    """With its defaults (1F1B, p = 4, m = 8, v = 1, t_f = 1 s, t_b = 2 t_f, free sends) one
+    iteration is (m + p - 1)(t_f + t_b) = 11 × 3 = 33 s of 2 v m p = 64 passes: Narayanan
+    et al. 2021 Sec. 2.2.1's bubble (p - 1)/m on top of the ideal m (t_f + t_b)."""
+    t = pipeline.simulate()
+    assert (t.schedule, t.p, t.m, t.v) == ("1f1b", 4, 8, 1)
+    assert t.n_tasks == 64
+    assert t.makespan_s == pytest.approx(33.0, rel=1e-12)
+
+
+def test_zb_h1_bubble_with_its_default_weight_gradient_share():
+    """ZB-H1's bubble (Qi et al. 2023 Sec. 3.1), (p - 1)(T_F + T_B - T_W) / (m T), with the
+    default split of the backward pass in halves: T_F = 1, T_B = T_W = 1 (a backward of 2),
+    p = 4, m = 8: 3 × 1 / (8 × 3) = 1/8."""
+    assert pipeline.bubble_fraction("zb-h1", 4, 8) == pytest.approx(1 / 8, rel=1e-12)
+    assert pipeline.bubble_fraction("zb-h1", 4, 8, forward_s=2.0) == pytest.approx(1 / 8,
+                                                                                 rel=1e-12)
+
+
+def test_zb_h1_bubble_is_never_negative():
+    """When the weight-gradient passes are longer than the forward and input-gradient passes
+    together (T_W = 9 > T_F + T_B = 1 + 1), they fill the whole cool-down: the closed form's
+    idle time is 0, not negative; just below that balance it is small and positive."""
+    assert pipeline.bubble_fraction("zb-h1", 4, 8, forward_s=1.0, backward_s=10.0,
+                                    weight_grad_share=0.9) == 0.0
+    # T_F = 1, T_B = 2, T_W = 8: 1 + 2 - 8 < 0 again
+    assert pipeline.bubble_fraction("zb-h1", 4, 8, forward_s=1.0, backward_s=10.0,
+                                    weight_grad_share=0.8) == 0.0
+    # T_F = 1, T_B = 0.6, T_W = 1.4: (p - 1)(1 + 0.6 - 1.4) / (m × 3) = 3 × 0.2 / 24
+    assert pipeline.bubble_fraction("zb-h1", 4, 8, forward_s=1.0, backward_s=2.0,
+                                    weight_grad_share=0.7) == pytest.approx(0.6 / 24, rel=1e-9)
+
+
+def _zb_h1_reference_order(p: int, m: int, d: int) -> list[tuple[int, int]]:
+    """ZB-H1's order on device ``d`` (Qi et al. 2023 Sec. 3.1, Fig. 3), written out as a plain
+    loop: 1F1B's min(p - d - 1, m) warm-up forwards; then at step t the next forward (if any
+    is left), B(t), and the weight-gradient pass W(t - d) of the backward d steps earlier;
+    the W passes still owed at the end, in micro-batch order."""
+    warmup = min(p - d - 1, m)
+    order = [(F, j) for j in range(warmup)]
+    for t in range(m):
+        if t + warmup < m:
+            order.append((F, t + warmup))
+        order.append((B, t))
+        if t - d >= 0:
+            order.append((pipeline.W, t - d))
+    order += [(pipeline.W, j) for j in range(max(m - d, 0), m)]
+    return order
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 8), (4, 3), (3, 5), (5, 5)])
+def test_zb_h1_order_follows_the_paper_pass_by_pass(p, m):
+    """Every device's sequence of F, B and W passes equals the reference loop's."""
+    t = pipeline.simulate("zb-h1", p, m)
+    for d in range(p):
+        sl = t.tasks_of(d)
+        got = list(zip(t.kind[sl].tolist(), t.micro_batch[sl].tolist(), strict=True))
+        assert got == _zb_h1_reference_order(p, m, d)
+
+
+@pytest.mark.parametrize(("schedule", "v"), [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)])
+def test_forward_passes_take_micro_batches_in_order(schedule, v):
+    """Micro-batches enter the pipeline in order on every device: GPipe (Huang et al. 2019
+    Fig. 2) and 1F1B run F0, F1, ... on each stage; the interleaved schedule (Narayanan et
+    al. 2021 Fig. 4) runs chunk 0 of micro-batches 0..p-1, then chunk 1 of the same ones."""
+    p, m = 3, 6
+    t = pipeline.simulate(schedule, p, m, v)
+    for d in range(p):
+        sl = t.tasks_of(d)
+        fwd = t.kind[sl] == F
+        got = list(zip(t.chunk[sl][fwd].tolist(), t.micro_batch[sl][fwd].tolist(),
+                       strict=True))
+        if v == 1:
+            assert got == [(0, j) for j in range(m)]
+        else:
+            assert got == [(c, g * p + j) for g in range(m // p) for c in range(v)
+                           for j in range(p)]
+
+
+def test_layer_assignment_arrays_are_read_only():
+    """The assignment is a result, not a buffer: its arrays refuse writes, as a timeline's do."""
+    a = pipeline.layer_assignment(8, 2, 2)
+    for name in ("virtual_stage", "device", "chunk"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(a, name)[0] = 1
+
+
+def test_size_limit_counts_the_passes_to_simulate():
+    """The refusal happens before any work and counts what the simulation would time: 1F1B
+    runs 2 passes per micro-batch per device (2 × 8,192 × 128 = 2,097,152 > 2 × 10⁶ in all);
+    ZB-H1 3 (3 × 66,667 + 1 stage = 200,002 rounds on one device > 200,000); one device of
+    1F1B with 100,000 micro-batches needs 200,000 passes + 1 round."""
+    with pytest.raises(ValueError, match=r"about 2\.1e\+06 elements.*use fewer stages"):
+        pipeline.simulate("1f1b", 128, 8192)
+    with pytest.raises(ValueError, match=r"passes per device\) would need about 2e\+05"):
+        pipeline.simulate("zb-h1", 1, 66_667)
+    with pytest.raises(ValueError, match=r"passes per device\) would need about 2e\+05"):
+        pipeline.simulate("1f1b", 1, 100_000)
