@@ -1,0 +1,93 @@
+"""scaleout.layout: a layout's derived sizes, the first rule a layout breaks, and the sentences
+that name what would work, against hand calculations (the planner's own tests are
+test_plan*.py; these guard what mutation testing found they leave open)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from scaleout import catalog, layout
+from scaleout.layout import Facts, Plan
+
+
+def test_plan_defaults_by_hand():
+    """The global batch defaults to one micro-batch per replica, dp × micro_batch = 4 × 2 = 8,
+    so m = 1; whole-number floats become ints, as the label shows them."""
+    p = Plan(dp=4, micro_batch=2)
+    assert p.global_batch == 8 and p.micro_batches == 1
+    q = Plan(tp=2.0, dp=2.0, zero_stage=1.0, global_batch=8.0)
+    assert type(q.zero_stage) is int and type(q.global_batch) is int
+    assert q.label == "TP2 PP1 DP2, b=1, ZeRO-1, recompute none"
+    assert q.micro_batches == 4  # 8 / (2 × 1)
+
+
+def test_facts_of_a_model_carry_its_name_and_shape():
+    """Llama 3 8B (Llama Team 2024, Table 3): 32 layers, 32 heads, 8 KV heads, dense."""
+    f = Facts.of(catalog.model("llama3-8b"), 8)
+    assert (f.model, f.n_layers, f.n_heads, f.kv_heads, f.gpus_per_node, f.experts) == (
+        "llama3-8b", 32, 32, 8, 8, 0)
+
+
+def test_the_first_rule_broken_is_the_one_reported():
+    """A layout that breaks the batch rule (7 sequences over dp = 2) and the heads rule
+    (tp = 5 does not divide 96 heads) is reported under the batch rule, the first in the
+    table; one that breaks only the heads rule under that rule; one that keeps both, -1."""
+    facts = Facts(n_heads=96)
+    arrays = {"tp": np.array([5, 5, 4]), "pp": 1, "dp": 2, "micro_batch": 1,
+              "interleave": 1, "zero_stage": 0, "sp": False, "recompute": "none",
+              "zero_shard": 2, "global_batch": np.array([7, 8, 8])}
+    batch, heads = (i for i, r in enumerate(layout.RULES) if r.name in ("batch", "tp_heads"))
+    assert batch == 0 and heads == 1  # the table's order, which the reports follow
+    assert layout.failures(arrays, facts).tolist() == [0, 1, -1]
+    assert layout.valid(arrays, facts).tolist() == [False, False, True]
+    # breaking only the first rule is still invalid
+    only_batch = dict(arrays, tp=np.array([4, 4, 4]))
+    assert layout.valid(only_batch, facts).tolist() == [False, True, True]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    # per = 3 × 2 = 6: 18 and 24 around 20; dp d must divide 20 / 2 = 10 and lie in [0, 6]
+    (dict(dp=3, micro_batch=2, global_batch=20),
+     "global_batch=20 must be a multiple of dp × micro_batch = 3 × 2 = 6: the nearest "
+     "batches that are: 18 or 24; or dp in 1, 2, 5"),
+    # below the first multiple: only 8 is offered (0 is no batch); divisors of 5 up to 16
+    (dict(dp=8, global_batch=5),
+     "global_batch=5 must be a multiple of dp × micro_batch = 8 × 1 = 8: the nearest batches "
+     "that are: 8; or dp in 1, 5"),
+    # 720 = 7 × 102 + 6: 714 or 721; ten divisors of 720 up to 14, the first eight shown
+    (dict(dp=7, global_batch=720),
+     "global_batch=720 must be a multiple of dp × micro_batch = 7 × 1 = 7: the nearest "
+     "batches that are: 714 or 721; or dp in 1, 2, 3, 4, 5, 6, 8, 9"),
+    # micro_batch = 3 does not divide 10: no dp can work, none is offered
+    (dict(dp=2, micro_batch=3, global_batch=10),
+     "global_batch=10 must be a multiple of dp × micro_batch = 2 × 3 = 6: the nearest "
+     "batches that are: 6 or 12"),
+])
+def test_batch_rule_names_the_nearest_batches_and_dp_sizes(kwargs, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        Plan(**kwargs)
+
+
+def test_context_parallel_sentences_name_the_sizes_allowed():
+    """Llama 3 8B at s = 8192 with 8 KV heads. Ring attention cuts 2 cp chunks: cp = 3 needs
+    6 | 8192, and the sizes that work are the powers of two up to 4096. The all-to-all
+    variant (DeepSpeed-Ulysses) splits the sequence cp ways and the KV heads too: cp = 16
+    divides 8192 but not the 8 KV heads (1, 2, 4 or 8); cp = 3 divides neither."""
+    def sentence(variant: str, cp: int) -> str:
+        facts = Facts(model="llama3-8b", n_heads=32, kv_heads=8, seq_len=8192,
+                      flash_attention=True, cp_variant=variant)
+        with pytest.raises(ValueError) as e:
+            layout.check(Plan(cp=cp), facts)
+        return str(e.value)
+
+    ring = sentence("ring", 3)
+    assert ring.startswith("cp=3: 2 x cp = 6 ")
+    assert ring.endswith("must divide seq_len=8192; allowed: "
+                         "1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, ...")
+    heads = sentence("all-to-all", 16)
+    assert heads.startswith("cp=16 must divide key/value heads of llama3-8b")
+    assert heads.endswith("=8; allowed: 1, 2, 4, 8")
+    seq = sentence("all-to-all", 3)
+    assert seq.startswith("cp=3 must divide seq_len=8192; allowed: 1, 2, 4, 8,")
