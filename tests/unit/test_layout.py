@@ -91,3 +91,13 @@ def test_context_parallel_sentences_name_the_sizes_allowed():
     assert heads.endswith("=8; allowed: 1, 2, 4, 8")
     seq = sentence("all-to-all", 3)
     assert seq.startswith("cp=3 must divide seq_len=8192; allowed: 1, 2, 4, 8,")
+
+
+def test_allowed_divisors_shows_twelve_at_most():
+    """60 has exactly twelve divisors: all are shown. 4096 = 2¹² has thirteen and 720 thirty:
+    the first eleven, an ellipsis, and the number itself."""
+    assert layout.allowed_divisors(60) == "1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60"
+    assert layout.allowed_divisors(4096) == ("1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, "
+                                             "..., 4096")
+    assert layout.allowed_divisors(720) == "1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, ..., 720"
+    assert layout.allowed_divisors(720, limit=4) == "1, 2, 3, ..., 720"
