@@ -560,3 +560,15 @@ def test_size_limit_counts_the_passes_to_simulate():
         pipeline.simulate("zb-h1", 1, 66_667)
     with pytest.raises(ValueError, match=r"passes per device\) would need about 2e\+05"):
         pipeline.simulate("1f1b", 1, 100_000)
+
+
+def test_dualpipe_bubble_and_in_flight_by_hand():
+    """DeepSeek-V3 report (arXiv 2412.19437) Table 2: DualPipe's bubble (p/2 - 1)(F&B + B - 3W)
+    with B = 2F, W = F and F&B = F + B is (p/2 - 1)(3F + 2F - 3F) = (p/2 - 1) 2F: none for one
+    or two stages, 3 s for p = 8 and F = 0.5 s, 14 s for p = 16 and F = 1 s; each GPU holds
+    p + 1 micro-batches of activations."""
+    np.testing.assert_allclose(pipeline.dualpipe_bubble_s(np.array([1, 2, 8, 16]),
+                                                          np.array([1.0, 1.0, 0.5, 1.0])),
+                               [0.0, 0.0, 3.0, 14.0], rtol=1e-12)
+    np.testing.assert_allclose(pipeline.dualpipe_in_flight(np.array([2, 8, 16])),
+                               [3.0, 9.0, 17.0], rtol=1e-12)
