@@ -101,3 +101,14 @@ def test_allowed_divisors_shows_twelve_at_most():
                                              "..., 4096")
     assert layout.allowed_divisors(720) == "1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, ..., 720"
     assert layout.allowed_divisors(720, limit=4) == "1, 2, 3, ..., 720"
+
+
+def test_plan_arrays_hold_the_shard_group_and_the_batch():
+    """Two layouts as the search holds them: the shard group is zero_shard where set, else
+    dp (4 ranks in groups of 2; 8 ranks, all in one group); global batch 16 and 64."""
+    a = layout.plan_arrays([Plan(dp=4, zero_stage=1, zero_shard=2, global_batch=16),
+                            Plan(tp=2, dp=8, zero_stage=3, global_batch=64)])
+    assert a["zero_shard"].tolist() == [2, 8]
+    assert a["global_batch"].tolist() == [16, 64]
+    assert a["tp"].tolist() == [1, 2] and a["zero_stage"].tolist() == [1, 3]
+    assert layout.valid(a, Facts()).tolist() == [True, True]
