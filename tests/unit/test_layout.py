@@ -112,3 +112,102 @@ def test_plan_arrays_hold_the_shard_group_and_the_batch():
     assert a["global_batch"].tolist() == [16, 64]
     assert a["tp"].tolist() == [1, 2] and a["zero_stage"].tolist() == [1, 3]
     assert layout.valid(a, Facts()).tolist() == [True, True]
+
+
+def test_facts_of_take_the_framework_the_run_and_the_recipe():
+    """Facts.of's defaults relax nothing and know no sequence, kernel or precision. A
+    framework brings its own rules: DeepSeek's HAI-LLM (DeepSeek-V3 report Sec. 3.2 and
+    3.2.1) offers ZeRO 0 and 1, no hybrid sharding, no context parallelism, DualPipe;
+    torchtitan (FSDP2 + pipelining) every ZeRO stage with pp and ring attention. A mixture
+    of experts brings its routed experts (DeepSeek-V3: 256; a dense model: 0). An FP8 recipe
+    on an A100 (no FP8 tensor cores) is the precision problem; on an H100 it is none."""
+    from scaleout.plan import frameworks
+
+    llama = catalog.model("llama3-8b")
+    f = Facts.of(llama, 8)
+    assert (f.uneven_layers, f.allow_tp_across_nodes, f.relaxable) == (False, False, False)
+    assert (f.seq_len, f.flash_attention, f.precision, f.experts) == (None, None, "", 0)
+    assert (f.framework, f.pipeline_schedule) == ("", "1f1b")
+    hai = Facts.of(catalog.model("deepseek-v3"), 8,
+                   framework=frameworks.framework("deepseek-hai-llm"))
+    assert hai.experts == 256
+    assert (hai.framework, hai.zero_stages, hai.max_zero_with_pp, hai.hybrid_shard,
+            hai.cp_variant, hai.expert_parallel, hai.pipeline_schedule) == (
+        "deepseek-hai-llm", (0, 1), 1, False, "", True, "dualpipe")
+    titan = Facts.of(llama, 8, framework=frameworks.framework("torchtitan"))
+    assert (titan.zero_stages, titan.max_zero_with_pp, titan.hybrid_shard,
+            titan.cp_variant) == ((0, 2, 3), 3, True, "ring")
+    run = Facts.of(llama, 8, seq_len=4096, flash_attention=True, uneven_layers=True,
+                   allow_tp_across_nodes=True, relaxable=True)
+    assert (run.seq_len, run.flash_attention, run.uneven_layers, run.allow_tp_across_nodes,
+            run.relaxable) == (4096, True, True, True, True)
+    fp8 = Facts.of(llama, 8, recipe="fp8-deepseek", gpu="A100-SXM4-80GB")
+    assert fp8.precision.startswith("recipe 'fp8-deepseek' multiplies in FP8")
+    assert Facts.of(llama, 8, recipe="fp8-deepseek", gpu="H100-SXM5-80GB").precision == ""
+    assert Facts.of(llama, 8, recipe="fp8-deepseek").precision == ""  # no GPU: not judged
+    assert Facts.of(llama, 8, gpu="A100-SXM4-80GB").precision == ""  # no recipe: not judged
+
+
+def _one(**fields) -> dict[str, np.ndarray]:
+    """Arrays of layouts (plan_arrays' form) from per-field values."""
+    base = {"tp": 1, "pp": 1, "dp": 1, "micro_batch": 1, "interleave": 1, "zero_stage": 0,
+            "sp": False, "recompute": "none", "cp": 1, "ep": 1}
+    base.update(fields)
+    base.setdefault("zero_shard", base["dp"])
+    base.setdefault("global_batch", np.asarray(base["dp"]) * np.asarray(base["micro_batch"]))
+    return {k: np.asarray(v) for k, v in base.items()}
+
+
+def _rule(name: str) -> int:
+    return next(i for i, r in enumerate(layout.RULES) if r.name == name)
+
+
+def test_hybrid_shard_groups_by_hand():
+    """dp = 8 with ZeRO-1: groups of 8 (0 in the search's arrays means the whole dp), 2 or 1
+    divide 8 and are kept; 3 does not; a framework without hybrid sharding keeps only the
+    whole group; without ZeRO nothing may be sharded in groups."""
+    a = _one(dp=8, zero_stage=1, zero_shard=[0, 8, 2, 1, 3])
+    assert layout.failures(a, Facts()).tolist() == [-1, -1, -1, -1, _rule("zero_shard_divides")]
+    off = _rule("zero_shard_offered")
+    assert layout.failures(a, Facts(hybrid_shard=False)).tolist() == [
+        -1, -1, off, off, _rule("zero_shard_divides")]
+    with pytest.raises(ValueError, match=r"zero_shard=3 must divide dp=8; allowed: 1, 2, 4, 8"):
+        Plan(dp=8, zero_stage=1, zero_shard=3)
+    with pytest.raises(ValueError, match=r"zero_shard=2 shards model state, but zero_stage=0"):
+        Plan(dp=8, zero_shard=2)
+    assert Plan(dp=8, zero_stage=1, zero_shard=8).zero_shard is None  # plain ZeRO
+    assert Plan(dp=8, zero_stage=1, zero_shard=2).shard_group == 2
+
+
+def test_ring_and_all_to_all_split_different_sizes():
+    """Ring attention needs 2 cp | s; the all-to-all needs cp | s and cp | KV heads. s = 8192
+    with 8 KV heads: cp = 16 suits the ring only. s = 9 with 3 KV heads: cp = 3 suits the
+    all-to-all only (6 does not divide 9)."""
+    def ok(variant, seq_len, kv_heads, cp):
+        facts = Facts(kv_heads=kv_heads, seq_len=seq_len, flash_attention=True,
+                      cp_variant=variant)
+        return bool(layout.valid(_one(cp=cp), facts)[()])
+
+    assert ok("ring", 8192, 8, 16) and not ok("all-to-all", 8192, 8, 16)
+    assert ok("all-to-all", 9, 3, 3) and not ok("ring", 9, 3, 3)
+
+
+def test_rules_without_cp_or_ep_in_the_arrays_read_them_as_one():
+    """Arrays from before cp and ep existed: both count as 1, so every cp and ep rule holds."""
+    a = {k: v for k, v in _one(dp=2).items() if k not in ("cp", "ep")}
+    assert layout.failures(a, Facts(framework="deepspeed-2021", cp_variant="",
+                                    expert_parallel=False, experts=0)).tolist() == -1
+
+
+def test_interleaving_counts_the_busiest_stage_and_dualpipe_the_micro_batches():
+    """96 layers over pp = 5 with uneven stages: the busiest holds ceil(96/5) = 20, which v = 2
+    divides and v = 3 does not. DualPipe needs an even count of micro-batches:
+    6 / (1 × 2) = 3 is odd, 4 / (1 × 2) = 2 is even."""
+    facts = Facts(n_layers=96, uneven_layers=True)
+    a = _one(pp=5, interleave=[2, 3], global_batch=5)
+    assert layout.failures(a, facts).tolist() == [-1, _rule("interleave_layers")]
+    with pytest.raises(ValueError, match="must divide the 20 layers per stage"):
+        layout.check(Plan(pp=5, interleave=3, global_batch=5), facts)
+    dual = Facts(pipeline_schedule="dualpipe")
+    b = _one(pp=2, micro_batch=2, global_batch=[6, 4])
+    assert layout.failures(b, dual).tolist() == [_rule("dualpipe_shape"), -1]
