@@ -211,3 +211,13 @@ def test_interleaving_counts_the_busiest_stage_and_dualpipe_the_micro_batches():
     dual = Facts(pipeline_schedule="dualpipe")
     b = _one(pp=2, micro_batch=2, global_batch=[6, 4])
     assert layout.failures(b, dual).tolist() == [_rule("dualpipe_shape"), -1]
+
+
+def test_valid_judges_only_the_rules_named():
+    """tp = 5 breaks the heads rule for 96 heads (5 does not divide 96) but keeps the batch
+    rule: invalid under every rule, valid when only the batch rule is asked about."""
+    a = _one(tp=5)
+    facts = Facts(n_heads=96)
+    assert not layout.valid(a, facts)[()]
+    assert layout.valid(a, facts, only=("batch",))[()]
+    assert layout.failures(a, facts, only=("batch",)).tolist() == -1
