@@ -572,3 +572,12 @@ def test_dualpipe_bubble_and_in_flight_by_hand():
                                [0.0, 0.0, 3.0, 14.0], rtol=1e-12)
     np.testing.assert_allclose(pipeline.dualpipe_in_flight(np.array([2, 8, 16])),
                                [3.0, 9.0, 17.0], rtol=1e-12)
+
+
+def test_layer_assignment_chunks_by_hand():
+    """16 layers, p = 4, v = 2 (Narayanan et al. 2021 Fig. 4): eight blocks of two layers;
+    blocks 0-3 are every device's chunk 0, blocks 4-7 its chunk 1."""
+    a = pipeline.layer_assignment(16, 4, 2)
+    assert a.virtual_stage.tolist() == [i // 2 for i in range(16)]
+    assert a.chunk.tolist() == [0] * 8 + [1] * 8
+    assert a.device.tolist() == [0, 0, 1, 1, 2, 2, 3, 3] * 2
