@@ -581,3 +581,10 @@ def test_layer_assignment_chunks_by_hand():
     assert a.virtual_stage.tolist() == [i // 2 for i in range(16)]
     assert a.chunk.tolist() == [0] * 8 + [1] * 8
     assert a.device.tolist() == [0, 0, 1, 1, 2, 2, 3, 3] * 2
+
+
+def test_zb_h1_task_arrays_are_compact_too():
+    """ZB-H1's orders are built apart from the other schedules': one byte per pass kind there
+    as well, four per micro-batch index."""
+    t = pipeline.simulate("zb-h1", 4, 8)
+    assert t.kind.dtype == np.int8 and t.micro_batch.dtype == np.int32
