@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -554,8 +555,12 @@ def test_size_limit_counts_the_passes_to_simulate():
     runs 2 passes per micro-batch per device (2 × 8,192 × 128 = 2,097,152 > 2 × 10⁶ in all);
     ZB-H1 3 (3 × 66,667 + 1 stage = 200,002 rounds on one device > 200,000); one device of
     1F1B with 100,000 micro-batches needs 200,000 passes + 1 round."""
-    with pytest.raises(ValueError, match=r"about 2\.1e\+06 elements.*use fewer stages"):
+    hint = "; use fewer stages (p), micro-batches (m) or chunks (v); bubble_fraction()"
+    with pytest.raises(ValueError, match=r"about 2\.1e\+06 elements.*" + re.escape(hint)):
         pipeline.simulate("1f1b", 128, 8192)
+    # interleaved: 2 v m passes per device, 2 × 4 × 2,048 × 128 devices = 2,097,152
+    with pytest.raises(ValueError, match=r"about 2\.1e\+06 elements"):
+        pipeline.simulate("interleaved", 128, 2048, 4)
     with pytest.raises(ValueError, match=r"passes per device\) would need about 2e\+05"):
         pipeline.simulate("zb-h1", 1, 66_667)
     with pytest.raises(ValueError, match=r"passes per device\) would need about 2e\+05"):
@@ -588,3 +593,4 @@ def test_zb_h1_task_arrays_are_compact_too():
     as well, four per micro-batch index."""
     t = pipeline.simulate("zb-h1", 4, 8)
     assert t.kind.dtype == np.int8 and t.micro_batch.dtype == np.int32
+    assert pipeline.simulate("interleaved", 4, 8, 2).chunk.dtype == np.int16
