@@ -593,4 +593,16 @@ def test_zb_h1_task_arrays_are_compact_too():
     as well, four per micro-batch index."""
     t = pipeline.simulate("zb-h1", 4, 8)
     assert t.kind.dtype == np.int8 and t.micro_batch.dtype == np.int32
+    assert t.device.dtype == np.int32
     assert pipeline.simulate("interleaved", 4, 8, 2).chunk.dtype == np.int16
+
+
+def test_backward_defaults_to_twice_the_forward_of_any_length():
+    """With t_f = 0.5 s and no backward time given, t_b = 2 t_f = 1 s: 1F1B over p = 2 stages
+    and m = 2 micro-batches takes (m + p - 1)(t_f + t_b) = 3 × 1.5 = 4.5 s. ZB-H1's closed
+    form, kept on the timeline, uses the forward time given: T_F = 2, T_B = T_W = 2 gives
+    (p - 1)(T_F + T_B - T_W) / (m (T_F + 2 T_B)) = 3 × 2 / (8 × 6) = 1/8 for p = 4, m = 8."""
+    assert pipeline.simulate("1f1b", 2, 2, forward_s=0.5).makespan_s == pytest.approx(4.5,
+                                                                                   rel=1e-12)
+    t = pipeline.simulate("zb-h1", 4, 8, forward_s=2.0)
+    assert t.bubble_closed_form == pytest.approx(1 / 8, rel=1e-12)
