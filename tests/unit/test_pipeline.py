@@ -593,7 +593,7 @@ def test_zb_h1_task_arrays_are_compact_too():
     as well, four per micro-batch index."""
     t = pipeline.simulate("zb-h1", 4, 8)
     assert t.kind.dtype == np.int8 and t.micro_batch.dtype == np.int32
-    assert t.device.dtype == np.int32
+    assert t.device.dtype == np.int32 and t.chunk.dtype == np.int16
     assert pipeline.simulate("interleaved", 4, 8, 2).chunk.dtype == np.int16
 
 
