@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -460,3 +461,148 @@ def test_stage_activations_by_default_are_one_sequence_without_flash_attention()
     layer = s * h * (34 + 5 * a * s / h)
     got = pipeline.activation_bytes_per_stage(pipeline.simulate("1f1b", 4, 8), "gpt3-175b")
     np.testing.assert_allclose(got, [(4 - i) * 24 * layer for i in range(4)], rtol=1e-12)
+
+
+def test_simulate_defaults_are_1f1b_over_4_stages_and_8_micro_batches():
+    """With its defaults (1F1B, p = 4, m = 8, v = 1, t_f = 1 s, t_b = 2 t_f, free sends) one
+    iteration is (m + p - 1)(t_f + t_b) = 11 × 3 = 33 s of 2 v m p = 64 passes: Narayanan
+    et al. 2021 Sec. 2.2.1's bubble (p - 1)/m on top of the ideal m (t_f + t_b)."""
+    t = pipeline.simulate()
+    assert (t.schedule, t.p, t.m, t.v) == ("1f1b", 4, 8, 1)
+    assert t.n_tasks == 64
+    assert t.makespan_s == pytest.approx(33.0, rel=1e-12)
+
+
+def test_zb_h1_bubble_with_its_default_weight_gradient_share():
+    """ZB-H1's bubble (Qi et al. 2023 Sec. 3.1), (p - 1)(T_F + T_B - T_W) / (m T), with the
+    default split of the backward pass in halves: T_F = 1, T_B = T_W = 1 (a backward of 2),
+    p = 4, m = 8: 3 × 1 / (8 × 3) = 1/8."""
+    assert pipeline.bubble_fraction("zb-h1", 4, 8) == pytest.approx(1 / 8, rel=1e-12)
+    assert pipeline.bubble_fraction("zb-h1", 4, 8, forward_s=2.0) == pytest.approx(1 / 8,
+                                                                                 rel=1e-12)
+
+
+def test_zb_h1_bubble_is_never_negative():
+    """When the weight-gradient passes are longer than the forward and input-gradient passes
+    together (T_W = 9 > T_F + T_B = 1 + 1), they fill the whole cool-down: the closed form's
+    idle time is 0, not negative; just below that balance it is small and positive."""
+    assert pipeline.bubble_fraction("zb-h1", 4, 8, forward_s=1.0, backward_s=10.0,
+                                    weight_grad_share=0.9) == 0.0
+    # T_F = 1, T_B = 2, T_W = 8: 1 + 2 - 8 < 0 again
+    assert pipeline.bubble_fraction("zb-h1", 4, 8, forward_s=1.0, backward_s=10.0,
+                                    weight_grad_share=0.8) == 0.0
+    # T_F = 1, T_B = 0.6, T_W = 1.4: (p - 1)(1 + 0.6 - 1.4) / (m × 3) = 3 × 0.2 / 24
+    assert pipeline.bubble_fraction("zb-h1", 4, 8, forward_s=1.0, backward_s=2.0,
+                                    weight_grad_share=0.7) == pytest.approx(0.6 / 24, rel=1e-9)
+
+
+def _zb_h1_reference_order(p: int, m: int, d: int) -> list[tuple[int, int]]:
+    """ZB-H1's order on device ``d`` (Qi et al. 2023 Sec. 3.1, Fig. 3), written out as a plain
+    loop: 1F1B's min(p - d - 1, m) warm-up forwards; then at step t the next forward (if any
+    is left), B(t), and the weight-gradient pass W(t - d) of the backward d steps earlier;
+    the W passes still owed at the end, in micro-batch order."""
+    warmup = min(p - d - 1, m)
+    order = [(F, j) for j in range(warmup)]
+    for t in range(m):
+        if t + warmup < m:
+            order.append((F, t + warmup))
+        order.append((B, t))
+        if t - d >= 0:
+            order.append((pipeline.W, t - d))
+    order += [(pipeline.W, j) for j in range(max(m - d, 0), m)]
+    return order
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 8), (4, 3), (3, 5), (5, 5)])
+def test_zb_h1_order_follows_the_paper_pass_by_pass(p, m):
+    """Every device's sequence of F, B and W passes equals the reference loop's."""
+    t = pipeline.simulate("zb-h1", p, m)
+    for d in range(p):
+        sl = t.tasks_of(d)
+        got = list(zip(t.kind[sl].tolist(), t.micro_batch[sl].tolist(), strict=True))
+        assert got == _zb_h1_reference_order(p, m, d)
+
+
+@pytest.mark.parametrize(("schedule", "v"), [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)])
+def test_forward_passes_take_micro_batches_in_order(schedule, v):
+    """Micro-batches enter the pipeline in order on every device: GPipe (Huang et al. 2019
+    Fig. 2) and 1F1B run F0, F1, ... on each stage; the interleaved schedule (Narayanan et
+    al. 2021 Fig. 4) runs chunk 0 of micro-batches 0..p-1, then chunk 1 of the same ones."""
+    p, m = 3, 6
+    t = pipeline.simulate(schedule, p, m, v)
+    for d in range(p):
+        sl = t.tasks_of(d)
+        fwd = t.kind[sl] == F
+        got = list(zip(t.chunk[sl][fwd].tolist(), t.micro_batch[sl][fwd].tolist(),
+                       strict=True))
+        if v == 1:
+            assert got == [(0, j) for j in range(m)]
+        else:
+            assert got == [(c, g * p + j) for g in range(m // p) for c in range(v)
+                           for j in range(p)]
+
+
+def test_layer_assignment_arrays_are_read_only():
+    """The assignment is a result, not a buffer: its arrays refuse writes, as a timeline's do."""
+    a = pipeline.layer_assignment(8, 2, 2)
+    for name in ("virtual_stage", "device", "chunk"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(a, name)[0] = 1
+
+
+def test_size_limit_counts_the_passes_to_simulate():
+    """The refusal happens before any work and counts what the simulation would time: 1F1B
+    runs 2 passes per micro-batch per device (2 × 8,192 × 128 = 2,097,152 > 2 × 10⁶ in all);
+    ZB-H1 3 (3 × 66,667 + 1 stage = 200,002 rounds on one device > 200,000); one device of
+    1F1B with 100,000 micro-batches needs 200,000 passes + 1 round."""
+    hint = "; use fewer stages (p), micro-batches (m) or chunks (v); bubble_fraction()"
+    with pytest.raises(ValueError, match=r"about 2\.1e\+06 elements.*" + re.escape(hint)):
+        pipeline.simulate("1f1b", 128, 8192)
+    # interleaved: 2 v m passes per device, 2 × 4 × 2,048 × 128 devices = 2,097,152
+    with pytest.raises(ValueError, match=r"about 2\.1e\+06 elements"):
+        pipeline.simulate("interleaved", 128, 2048, 4)
+    with pytest.raises(ValueError, match=r"passes per device\) would need about 2e\+05"):
+        pipeline.simulate("zb-h1", 1, 66_667)
+    with pytest.raises(ValueError, match=r"passes per device\) would need about 2e\+05"):
+        pipeline.simulate("1f1b", 1, 100_000)
+
+
+def test_dualpipe_bubble_and_in_flight_by_hand():
+    """DeepSeek-V3 report (arXiv 2412.19437) Table 2: DualPipe's bubble (p/2 - 1)(F&B + B - 3W)
+    with B = 2F, W = F and F&B = F + B is (p/2 - 1)(3F + 2F - 3F) = (p/2 - 1) 2F: none for one
+    or two stages, 3 s for p = 8 and F = 0.5 s, 14 s for p = 16 and F = 1 s; each GPU holds
+    p + 1 micro-batches of activations."""
+    np.testing.assert_allclose(pipeline.dualpipe_bubble_s(np.array([1, 2, 8, 16]),
+                                                          np.array([1.0, 1.0, 0.5, 1.0])),
+                               [0.0, 0.0, 3.0, 14.0], rtol=1e-12)
+    np.testing.assert_allclose(pipeline.dualpipe_in_flight(np.array([2, 8, 16])),
+                               [3.0, 9.0, 17.0], rtol=1e-12)
+
+
+def test_layer_assignment_chunks_by_hand():
+    """16 layers, p = 4, v = 2 (Narayanan et al. 2021 Fig. 4): eight blocks of two layers;
+    blocks 0-3 are every device's chunk 0, blocks 4-7 its chunk 1."""
+    a = pipeline.layer_assignment(16, 4, 2)
+    assert a.virtual_stage.tolist() == [i // 2 for i in range(16)]
+    assert a.chunk.tolist() == [0] * 8 + [1] * 8
+    assert a.device.tolist() == [0, 0, 1, 1, 2, 2, 3, 3] * 2
+
+
+def test_zb_h1_task_arrays_are_compact_too():
+    """ZB-H1's orders are built apart from the other schedules': one byte per pass kind there
+    as well, four per micro-batch index."""
+    t = pipeline.simulate("zb-h1", 4, 8)
+    assert t.kind.dtype == np.int8 and t.micro_batch.dtype == np.int32
+    assert t.device.dtype == np.int32 and t.chunk.dtype == np.int16
+    assert pipeline.simulate("interleaved", 4, 8, 2).chunk.dtype == np.int16
+
+
+def test_backward_defaults_to_twice_the_forward_of_any_length():
+    """With t_f = 0.5 s and no backward time given, t_b = 2 t_f = 1 s: 1F1B over p = 2 stages
+    and m = 2 micro-batches takes (m + p - 1)(t_f + t_b) = 3 × 1.5 = 4.5 s. ZB-H1's closed
+    form, kept on the timeline, uses the forward time given: T_F = 2, T_B = T_W = 2 gives
+    (p - 1)(T_F + T_B - T_W) / (m (T_F + 2 T_B)) = 3 × 2 / (8 × 6) = 1/8 for p = 4, m = 8."""
+    assert pipeline.simulate("1f1b", 2, 2, forward_s=0.5).makespan_s == pytest.approx(4.5,
+                                                                                   rel=1e-12)
+    t = pipeline.simulate("zb-h1", 4, 8, forward_s=2.0)
+    assert t.bubble_closed_form == pytest.approx(1 / 8, rel=1e-12)

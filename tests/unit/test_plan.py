@@ -297,6 +297,7 @@ def test_batch_not_divisible_by_any_data_parallel_size():
     (dict(sp=True), "needs tp > 1"),
 ])
 def test_invalid_plans_are_named(kwargs, match):
+    kwargs = dict(kwargs)  # the parameter is shared by every run of the test: leave it whole
     uneven = kwargs.pop("uneven_layers", None)
     p = plan.Plan(**{"global_batch": 64, **kwargs})
     with pytest.raises(ValueError, match=match):
