@@ -607,9 +607,11 @@ def _agree_cluster_plan(p: dict[str, Any]) -> None:
         checks.check_divides("custom_heads", p["custom_heads"], "custom_hidden",
                              p["custom_hidden"])
     memory.check_precision(p["recipe"], p["gpu_name"])
-    # a measured network named relative to the report's folder, where its kernel runs
-    if p["network_file"] and not Path(p["network_file"]).is_absolute():
-        p = {**p, "network_file": str((REPORTS_DIR / p["network_file"]).resolve())}
+    # a measured network or a model's config.json named relative to the report's folder,
+    # where its kernel runs
+    for name in ("network_file", "model_config"):
+        if p.get(name) and not Path(p[name]).is_absolute():
+            p = {**p, name: str((REPORTS_DIR / p[name]).resolve())}
     # the report's whole cluster (tens of milliseconds): a cluster no layout can use, a model
     # that fits nowhere, a fabric that cannot be built, is refused here, not half-way through
     synthesis.report_cluster(p)
@@ -789,7 +791,7 @@ SPECS: dict[str, Spec] = {
         "seq_len": Int(0, 1_048_576), "tokens": Number(1e6, 1e15, open_low=True),
         "gpu_name": GPU, "n_gpus": Int(1, MAX_GPUS), "gpus_per_node": Int(0, 1024),
         "global_batch": Int(1, 10**7), "flash_attention": Flag(), "uneven_layers": Flag(),
-        "recipe": RECIPE,
+        "recipe": RECIPE, "model_config": Text(max_len=4096),
         "framework": Choice(_frameworks), "network_file": Text(max_len=4096),
         "network_name": OPTIONAL_PORT, "planes": Int(1, 64),
         "oversubscription": Number(1.0, 64.0), "switch_name": Choice(_switches, empty=True),

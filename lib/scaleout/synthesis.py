@@ -882,7 +882,13 @@ def cluster_plan(model: str | ModelSpec, gpu: str | GPU, n_gpus: int, global_bat
 def report_model(p: Mapping[str, Any]) -> ModelSpec:
     """The cluster-plan report's model from its parameters: a catalog name, or ``"custom"``
     with ``custom_layers``, ``custom_hidden``, ``custom_heads``, ``custom_vocab`` (a
-    GPT-shaped model; its sequence is ``seq_len``, or 2,048 when that is 0)."""
+    GPT-shaped model; its sequence is ``seq_len``, or 2,048 when that is 0); or, when
+    ``model_config`` names a Hugging Face ``config.json``, the model it describes
+    (:func:`scaleout.configs.load_model`, read as data), whatever ``model_name`` says."""
+    if p.get("model_config"):
+        from . import configs
+
+        return configs.load_model(Path(p["model_config"]), seq_len=p["seq_len"] or None)[0]
     if p["model_name"] != "custom":
         return catalog.model(p["model_name"])
     return catalog.custom_model(p["custom_layers"], p["custom_hidden"], p["custom_heads"],

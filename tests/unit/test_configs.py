@@ -502,3 +502,18 @@ def test_mixtral_config_maps_onto_the_catalog_entry():
 def test_load_model_takes_a_catalog_mixture_of_experts_by_name():
     assert configs.load_model("deepseek-v3")[0].is_moe
     assert configs.load_model("llama3-8b")[0].name == "llama3-8b"
+
+
+def test_each_framework_preset_names_the_exporter_that_runs_it():
+    from scaleout import configs
+    from scaleout.plan import frameworks
+
+    # Megatron's presets write Megatron-LM arguments, torchtitan a TOML, DeepSpeed a JSON;
+    # PyTorch FSDP has no configuration format and HAI-LLM is not public
+    want = {"megatron-lm-2021": "megatron", "megatron-core": "megatron",
+            "torchtitan": "torchtitan", "deepspeed-2021": "deepspeed",
+            "pytorch-fsdp": None, "deepseek-hai-llm": None}
+    assert set(want) == set(frameworks.framework_names())
+    assert {name: configs.exporter_for(name) for name in want} == want
+    with pytest.raises(ValueError, match="framework"):
+        configs.exporter_for("megatron-2019")

@@ -52,6 +52,7 @@ __all__ = [
     "IGNORED",
     "MAPPING_VERSION",
     "NOT_MODELLED",
+    "PRESET_EXPORTERS",
     "SUPPORTED_ARCHITECTURES",
     "UNKNOWN",
     "Finding",
@@ -61,6 +62,7 @@ __all__ = [
     "check_deepspeed",
     "check_torchtitan",
     "export_plan",
+    "exporter_for",
     "framework_keys",
     "from_deepspeed_json",
     "from_hf_config",
@@ -75,6 +77,20 @@ __all__ = [
 
 _EXPORTERS = {"megatron": to_megatron_args, "torchtitan": to_torchtitan_toml,
               "deepspeed": to_deepspeed_json}
+
+#: The exporter whose settings run each of the planner's framework presets
+#: (:data:`scaleout.plan.frameworks.FRAMEWORKS`); PyTorch FSDP (no configuration format of its
+#: own) and DeepSeek's HAI-LLM (not public) have none.
+PRESET_EXPORTERS = {"megatron-lm-2021": "megatron", "megatron-core": "megatron",
+                    "torchtitan": "torchtitan", "deepspeed-2021": "deepspeed"}
+
+
+def exporter_for(preset: str) -> str | None:
+    """The exporter (``"megatron"``, ``"torchtitan"``, ``"deepspeed"``) for a planner framework
+    preset, or None when the preset has no public configuration format."""
+    from ..plan import frameworks
+
+    return PRESET_EXPORTERS.get(frameworks.framework(preset).name)
 
 
 def _framework(name: str) -> str:
