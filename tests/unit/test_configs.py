@@ -68,7 +68,7 @@ def test_qwen_dense_counts_match_the_model_cards(name, total_b, total_step, non_
     assert extra and m.params_total > memory.param_count(m.spec)
 
 
-def test_qwen3_moe_counts_total_and_active_and_refuses_to_plan():
+def test_qwen3_moe_counts_total_and_active_and_is_plannable():
     m = _hf("Qwen3-30B-A3B")
     # model card: 30.5B total, 3.3B activated, 29.9B non-embedding; the card truncates the
     # activated count (3.35B by the shape)
