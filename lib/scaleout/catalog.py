@@ -367,8 +367,11 @@ class ModelSpec(Entry):
 
     @property
     def moe_layers(self) -> int:
-        """Layers with experts."""
-        return sum(self.layer_is_moe(i) for i in range(self.n_layers))
+        """Layers with experts: every ``moe_layer_step``-th of those after the
+        ``first_dense_layers`` (the count of :meth:`layer_is_moe`, in O(1))."""
+        if not self.is_moe:
+            return 0
+        return max(self.n_layers - self.first_dense_layers, 0) // self.moe_layer_step
 
     @property
     def dense_layers(self) -> int:

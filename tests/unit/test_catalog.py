@@ -124,3 +124,18 @@ def test_malformed_file_names_file_entry_field(tmp_path, mutate, pattern):
 def test_missing_file(tmp_path):
     with pytest.raises(ValueError, match="catalog file not found"):
         load_entries(tmp_path / "nope.toml", "gpu", GPU)
+
+
+def test_moe_layer_count_is_the_layers_that_have_experts():
+    import dataclasses
+
+    models = [catalog.model(n) for n in catalog.model_names()]
+    base = catalog.model("qwen3-30b-a3b")
+    # shapes the catalog lacks: dense starts of 0 to 45 layers, MoE every 1st, 2nd, 3rd layer
+    models += [dataclasses.replace(base, first_dense_layers=f, moe_layer_step=k)
+               for f in (0, 3, 10, 45) for k in (1, 2, 3)]
+    for m in models:
+        loop = sum(1 for i in range(m.n_layers) if m.layer_is_moe(i))  # the plain reference
+        assert m.moe_layers == loop, m.name
+        assert m.dense_layers == m.n_layers - loop
+    assert catalog.model("deepseek-v3").moe_layers == 58  # 61 layers, the first 3 dense
