@@ -38,6 +38,7 @@ from .step import (
     _Shape,
     _stage_bytes,
     _stored_activations,
+    mtp_params,
 )
 
 __all__ = ["StageMemory", "layers_per_gpu", "stage_memory"]
@@ -135,8 +136,7 @@ def stage_memory(ctx: Context, x: _Shape, first_layers: float, last_layers: floa
                                               np.where(ranks == pp - 1, last, middle)))
     if m.mtp_layers:  # the last stage's MTP modules: a layer like the last and a 2h x h projection
         tail = ranks == pp - 1
-        dense = dense + np.where(tail, m.mtp_layers * (
-            parts["layers"] / m.n_layers + 2.0 * m.hidden * m.hidden) / tp, 0.0)
+        dense = dense + np.where(tail, mtp_params(m, parts, tp), 0.0)
         layers = layers + np.where(tail, m.mtp_layers, 0)
         if m.layer_is_moe(m.n_layers - 1):
             moe_n = moe_n + np.where(tail, m.mtp_layers, 0)

@@ -594,8 +594,8 @@ def _stage_params(ctx: Context, x: _Shape, st: dict[str, np.ndarray], which: str
                                            last, which=which)
         layers = k if which == "first" else last
     mtp = m.mtp_layers if which == "last" else 0
-    if mtp:  # each MTP module: a layer like the model's last and a 2h x h projection
-        dense = dense + mtp * (parts["layers"] / m.n_layers + 2.0 * m.hidden * m.hidden) / x.tp
+    if mtp:
+        dense = dense + mtp_params(m, parts, x.tp)
         layers = layers + mtp
     if ex is None:
         return dense, np.zeros(np.shape(dense)), layers
@@ -606,6 +606,13 @@ def _stage_params(ctx: Context, x: _Shape, st: dict[str, np.ndarray], which: str
     # the stage's dense layers hold a dense MLP where an MoE layer holds shared experts
     dense = dense + ((layers - n) - layers * (1 - ex.moe_share)) * ex.dense_extra / x.tp
     return dense, n * ex.routed_per_layer / x.ep, layers
+
+
+def mtp_params(m: ModelSpec, parts: dict[str, int], tp) -> float:
+    """Non-expert parameters per GPU of the last stage's multi-token-prediction modules: each
+    a layer like the model's last and a ``2h x h`` projection (DeepSeek-V3 Sec. 2.2), split
+    over ``tp``; ``parts`` is the model's (non-expert) parameter breakdown."""
+    return m.mtp_layers * (parts["layers"] / m.n_layers + 2.0 * m.hidden * m.hidden) / tp
 
 
 def _model_state(ctx: Context, x: _Shape, dense: np.ndarray, experts: np.ndarray):
