@@ -70,8 +70,10 @@ __all__ = [
     "ep_sizes",
     "expected_max_load",
     "expected_nodes_per_token",
+    "expected_rank_imbalance",
     "expert_loads",
     "expert_params_per_gpu",
+    "expert_weight_bytes",
     "experts_per_gpu",
     "fold",
     "fold_groups",
@@ -85,6 +87,7 @@ __all__ = [
     "route_tokens",
     "stage_loads",
     "step_estimate",
+    "tokens_per_local_expert",
 ]
 
 
@@ -211,6 +214,78 @@ def expected_max_load(tokens, experts: int, top_k: int):
     mu = n * k / E
     sigma = np.sqrt(n * k * (1 / E) * (1 - 1 / E))
     return _out(mu + sigma * float(expected_max_normal(E)))
+
+
+def tokens_per_local_expert(tokens, ep, top_k: int, experts: int):
+    """Tokens one local expert multiplies per micro-batch: ``t × ep × k / E``.
+
+    Each of the ``ep`` GPUs of an expert-parallel group routes ``t`` tokens to ``k``
+    experts each; after the dispatch all-to-all a GPU holds ``E/ep`` experts and receives,
+    on average, ``t × ep × k / ep`` routed copies, ``t × ep × k / E`` per local expert
+    (Megatron-Core's ``MoEAlltoAllTokenDispatcher`` sorts them by local expert for the
+    grouped GEMM, ``megatron/core/transformer/moe/token_dispatcher.py``). That count, not
+    the hidden size, is the row dimension of every expert GEMM: DeepSeek-V3 with 4,096
+    tokens a GPU over EP 8 gives its 32 local experts 1,024 tokens each. Array-friendly in
+    ``tokens`` and ``ep`` (each ``ep`` must divide ``experts``).
+    """
+    t = check_array("tokens", tokens)
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    ep = check_array("ep", ep, integer=True, minimum=1)
+    experts_per_gpu(E, ep)
+    return _out(t * ep * k / E)
+
+
+def expected_rank_imbalance(tokens, experts: int, top_k: int, ep):
+    """Expected load of the busiest EP rank over the mean under uniform random routing.
+
+    A balanced router still deals tokens out at random: Megatron-Core's
+    ``moe_router_force_load_balancing`` (the setting of NVIDIA's MoE benchmarks) replaces
+    the router's logits by independent normal draws (``RandomSTE`` in
+    ``megatron/core/transformer/moe/moe_utils.py``), so each token's ``k`` experts are ``k``
+    distinct uniform draws from ``E``. The copies a token sends to a rank holding ``E/ep``
+    experts are hypergeometric, variance ``k (1/ep)(1 - 1/ep)(E - k)/(E - 1)``; over the
+    ``ep t`` tokens routed by an expert-parallel group (``t`` a GPU) a rank's load has mean
+    ``μ = t k`` and variance ``σ² = t k (1 - 1/ep)(E - k)/(E - 1)``, and the busiest of
+    ``ep`` ranks is about ``μ + σ E[max of ep standard normals]`` (normal approximation, the
+    balls-into-bins bound; :func:`scaleout.reliability.expected_max_normal`). The busiest
+    rank sets the pace of the expert GEMMs and of the all-to-all's receive side in a
+    dropless layer. Returns ``(μ + σ E[max])/μ`` (1 for ``ep = 1``). Array-friendly in
+    ``tokens`` and ``ep``.
+    """
+    from .reliability import expected_max_normal
+
+    t = check_array("tokens", tokens, minimum=1)
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    ep = check_array("ep", ep, integer=True, minimum=1)
+    experts_per_gpu(E, ep)
+    uniq, inverse = np.unique(ep, return_inverse=True)
+    top = np.asarray(expected_max_normal(uniq.astype(np.int64)), dtype=float).reshape(-1)
+    z = top[inverse.reshape(np.shape(ep))]  # one integration per distinct ep
+    mu = t * k
+    var = t * k * (1 - 1 / ep) * ((E - k) / (E - 1) if E > 1 else 0.0)
+    return _out(1.0 + np.sqrt(var) * z / mu)
+
+
+def expert_weight_bytes(local_params, operand_bytes: float, grad_bytes: float
+                        ) -> dict[str, float]:
+    """HBM bytes the expert GEMMs of one MoE layer move for their weights, per micro-batch.
+
+    Every local expert's weights are read once by each GEMM that uses them, however few
+    tokens it holds: the forward GEMM and the backward data-gradient GEMM read the weights
+    at the GEMMs' operand width (``operand_bytes``: 2 in BF16, 1 for an FP8 copy); the
+    weight-gradient GEMM accumulates into the stored gradient, reading and writing it
+    (``2 grad_bytes``: Megatron-Core's ``gradient_accumulation_fusion``, Transformer
+    Engine's ``GroupedLinear(fuse_wgrad_accumulation=True)`` adding into ``main_grad``).
+    With few tokens per expert these bytes, not the FLOPs, set the GEMMs' time (the
+    roofline: Williams et al. 2009, "Roofline", CACM 52(4)). Returns ``{"forward",
+    "dgrad", "wgrad"}`` bytes. Array-friendly in ``local_params``.
+    """
+    n = check_array("local_params", local_params)
+    w = check_positive("operand_bytes", operand_bytes, maximum=8)
+    g = check_positive("grad_bytes", grad_bytes, maximum=8)
+    return {"forward": _out(n * w), "dgrad": _out(n * w), "wgrad": _out(2 * n * g)}
 
 
 def rank_imbalance(loads, ep: int) -> float:

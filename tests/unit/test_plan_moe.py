@@ -127,14 +127,18 @@ def _ctx(model, plan_, framework=BARE, recipe="mixed-adam", gpu=GPU):
 def test_the_all_to_all_is_moe_layer_comm_time_per_moe_layer_and_micro_batch(recompute):
     """16 GPUs of two nodes in one expert group: each micro-batch runs every MoE layer's
     dispatch and combine forward and backward (and the forward pair again under full
-    recomputation), for the b s/(cp tp) tokens a GPU routes."""
+    recomputation), for the b s/(cp tp) tokens a GPU routes, the busiest rank's share."""
     p = Plan(tp=2, dp=8, ep=16, micro_batch=2, global_batch=32, sp=True, recompute=recompute,
              flash_attention=True)
     r = plan.evaluate(MOE, GPU, p, framework=BARE)
     ctx = _ctx(MOE, p)
     m = catalog.model(MOE)
     links = ctx.collectives.links
-    t = moe.layer_comm_time(m, 2 * m.seq_len / 2, 16, 8, links.intra, links.inter,
+    routed = 2 * m.seq_len / 2
+    # the busiest rank of a balanced random router receives rho times the mean
+    rho = moe.expected_rank_imbalance(routed, m.experts, m.top_k, 16)
+    assert rho > 1
+    t = moe.layer_comm_time(m, routed * rho, 16, 8, links.intra, links.inter,
                             "mixed-adam", recompute=recompute == "full")
     assert t["network_bytes"] > 0  # the group spans two nodes
     assert r.step["ep_comm"] == pytest.approx(p.micro_batches * m.moe_layers * t["total_s"],
@@ -462,3 +466,42 @@ def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     over = [r for r in cv.held_out if r.mechanisms and r.error_pct > 0
             and r.quantity != "H800 GPU-hours per 10^12 tokens"]
     assert len(over) >= 0.75 * (new["cases"] - 1)
+
+
+# -------------------------------------------------------------------- the experts' GEMMs
+def _expert_parts(p, gpu=GPU, recipe="mixed-adam"):
+    from scaleout.plan.evaluate import _arrays
+
+    ctx = _ctx(MOE, p, recipe=recipe, gpu=gpu)
+    x = step._shape(ctx, _arrays(p))
+    return step.expert_gemm_parts(ctx, x)
+
+
+def test_few_tokens_per_expert_make_the_expert_gemms_read_bound():
+    """Qwen3-30B-A3B without expert parallelism, sequences of 128: 128 x 8 / 128 = 8 rows per
+    expert GEMM, so every pass is bound by reading the 128 experts' weights: 3 x 2048 x 768
+    parameters each, read at 2 bytes by the forward and data-gradient GEMMs and their 2-byte
+    gradients read and written by the weight-gradient GEMM, 8 bytes a parameter at the H100's
+    3.35 TB/s; a third of that per forward-pass unit (every layer is MoE)."""
+    p = Plan(dp=1, micro_batch=1, global_batch=1, seq_len=128, flash_attention=True)
+    got = _expert_parts(p)
+    assert float(got["tokens_per_expert"][0]) == 8.0
+    assert float(got["rank_imbalance"][0]) == 1.0  # one rank holds every expert
+    weights = 128 * 3 * 2048 * 768
+    assert float(got["layer_expert_gemm_s"][0]) == pytest.approx(
+        weights * 8 / 3.35e12 / 3, rel=1e-9)
+
+
+def test_many_tokens_per_expert_leave_the_expert_gemms_compute_bound():
+    """At 4,096 tokens a GPU over EP 8 (2,048 rows an expert) the weights' bytes no longer
+    bound the expert GEMMs: doubling the micro-batch doubles their time (FLOPs), where the
+    read-bound case above would not move; the busiest rank's share is above one."""
+    one = _expert_parts(Plan(dp=8, ep=8, micro_batch=1, global_batch=8, flash_attention=True))
+    two = _expert_parts(Plan(dp=8, ep=8, micro_batch=2, global_batch=16, flash_attention=True))
+    assert float(one["tokens_per_expert"][0]) == 4096 * 8 * 8 / 128
+    ratio = float(two["layer_expert_gemm_s"][0] / one["layer_expert_gemm_s"][0])
+    rho = float(two["rank_imbalance"][0] / one["rank_imbalance"][0])
+    assert 1 < float(one["rank_imbalance"][0]) < 1.02
+    # twice the rows at the same eta (its dimension min(h, rows) is h = 2,048 both times),
+    # the busiest rank's share of them a little nearer the mean
+    assert ratio / rho == pytest.approx(2.0, rel=1e-9)

@@ -57,6 +57,9 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   the stored activations, which hold the ``k`` routed copies and the routed MLPs' widths
   (nothing is added for them). FLOPs from the *active* parameters
   (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
+  routed experts' GEMMs at their own shape (:func:`expert_gemm_parts`: ``t ep k / E`` rows per
+  local expert, the roofline on reading the local experts' weights in each GEMM pass, the
+  busiest rank of a balanced random router); the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
   ``b s/(cp tp)`` tokens a GPU routes), exposed, or only beyond the layer's computation where
@@ -130,6 +133,7 @@ __all__ = [
     "context",
     "context_parallel_parts",
     "data_parallel_parts",
+    "expert_gemm_parts",
     "expert_parallel_parts",
     "experts_of",
     "iteration",
@@ -334,14 +338,77 @@ def _recomputed_kinds(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
 
 
 # =========================================================================== compute
-def _matmul_rate(ctx: Context, x: _Shape) -> np.ndarray:
-    """FLOP/s of the sharded matrix multiplies at BF16: ``η(min(h/tp, b s/cp)) × peak``, on
-    the SMs the framework leaves to computation (:attr:`Framework.comm_sm_share`)."""
-    rate = (ctx.calibration.matmul_efficiency(np.minimum(ctx.model.hidden / x.tp, x.tokens))
+def _matmul_rate(ctx: Context, x: _Shape, dim: np.ndarray | None = None) -> np.ndarray:
+    """FLOP/s of the sharded matrix multiplies at BF16: ``η(min(h/tp, b s/cp)) × peak`` (or
+    ``η(dim)`` for a GEMM of another shape, such as an expert's), on the SMs the framework
+    leaves to computation (:attr:`Framework.comm_sm_share`)."""
+    if dim is None:
+        dim = np.minimum(ctx.model.hidden / x.tp, x.tokens)
+    rate = (ctx.calibration.matmul_efficiency(dim)
             * ctx.gpu.bf16_dense_flops * ctx.bf16_achievable)
     if ctx.framework.comm_sm_share:
         rate = rate * (1 - ctx.framework.comm_sm_share)
     return rate
+
+
+def _seconds_per_flop(ctx: Context, rate: np.ndarray) -> np.ndarray:
+    """Seconds per FLOP of the layers' weight GEMMs at BF16 ``rate``: the recipe's FP8 share
+    at the FP8 rate (the GPU's FP8 peak and measured achievable share over its BF16 ones),
+    the rest at ``rate``."""
+    if not ctx.fp8_share:
+        return 1.0 / rate
+    fp8_rate = rate * (ctx.fp8_flops * ctx.fp8_achievable
+                       / (ctx.gpu.bf16_dense_flops * ctx.bf16_achievable))
+    return ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate
+
+
+def _routed_params(ctx: Context) -> float:
+    """The routed experts' weights one token multiplies, averaged over the layers: ``k``
+    experts in each MoE layer (0 for a dense model)."""
+    ex = ctx.experts
+    if ex is None:
+        return 0.0
+    return ex.moe_share * ctx.model.top_k * ex.routed_per_layer / ctx.model.experts
+
+
+def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
+    """The routed experts' GEMMs of one MoE layer on the busiest GPU, one micro-batch, at
+    their own shape (averaged over the layers as ``layer_expert_gemm_s``, in forward-pass
+    units: a third of forward + data-gradient + weight-gradient GEMMs).
+
+    * **Tokens per local expert** (:func:`scaleout.moe.tokens_per_local_expert`): each
+      expert GEMM multiplies ``n_e = t ep k / E`` rows (``t = b s/(cp tp)`` tokens a GPU
+      routes), not the ``b s`` a dense layer's GEMMs do; its rate is the same calibrated
+      ``η`` at ``min(h, n_e)`` (grouped GEMM: Megatron-Core ``--moe-grouped-gemm``, one
+      kernel over the local experts, each its own ``n_e × h`` problem).
+    * **The experts' weights** (:func:`scaleout.moe.expert_weight_bytes`): each GEMM pass
+      reads all ``E/ep`` local experts' weights (the weight-gradient GEMM reads and writes
+      their gradients); a pass takes the longer of its FLOPs and those bytes at HBM
+      bandwidth (the roofline), so few tokens per expert make it memory-bound.
+    * **The busiest rank** (:func:`scaleout.moe.expected_rank_imbalance`): under a balanced
+      random router the busiest of the ``ep`` ranks holds ``ρ`` times the mean; in a
+      dropless layer its GEMMs set the pace (``rank_imbalance``).
+
+    Returns ``layer_expert_gemm_s``, ``tokens_per_expert`` and ``rank_imbalance``.
+    """
+    m, ex = ctx.model, ctx.experts
+    shape = np.shape(x.tokens * x.ep)
+    if ex is None:
+        zero = np.zeros(shape)
+        return {"layer_expert_gemm_s": zero, "tokens_per_expert": zero,
+                "rank_imbalance": np.ones(shape)}
+    t = x.tokens / x.tp  # tokens a GPU routes (sequence parallelism splits them over tp)
+    n_e = moe.tokens_per_local_expert(t, x.ep, m.top_k, m.experts)
+    rho = moe.expected_rank_imbalance(t, m.experts, m.top_k, x.ep)
+    per_flop = _seconds_per_flop(ctx, _matmul_rate(ctx, x, np.minimum(m.hidden, n_e)))
+    p_e = ex.routed_per_layer / m.experts
+    flops = 2.0 * t * m.top_k * p_e * rho  # one GEMM pass over the busiest rank's copies
+    w = moe.expert_weight_bytes(p_e * m.experts / x.ep, ctx.recipe.gemm_input_bytes,
+                                ctx.recipe.grad_bytes)
+    hbm = ctx.gpu.hbm_gbytes_s * 1e9
+    passes = sum(np.maximum(flops * per_flop, w[k] / hbm) for k in ("forward", "dgrad", "wgrad"))
+    return {"layer_expert_gemm_s": ex.moe_share * passes / 3, "tokens_per_expert": n_e,
+            "rank_imbalance": rho}
 
 
 def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
@@ -355,7 +422,8 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     m, g, cal, s = ctx.model, ctx.gpu, ctx.calibration, float(ctx.seq_len)
     h, a = m.hidden, m.n_heads
     rate = _matmul_rate(ctx, x)
-    dense = compute.forward_flops(x.tokens, ctx.layer_params, 0, h, s)  # one layer's matrices
+    # one layer's matrices; a mixture of experts' routed experts apart (expert_gemm_parts)
+    dense = compute.forward_flops(x.tokens, ctx.layer_params - _routed_params(ctx), 0, h, s)
     attention = x.tokens * ctx.attention_per_token  # Q K^T and A V: 4 b s^2 h (standard)
     head = compute.forward_flops(x.tokens, ctx.parts["embedding"], 0, h, s)  # output layer
     # the memory-bound work (norms, activation functions, residuals) reads and writes 16-bit
@@ -365,12 +433,11 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     mem_s = cal.nonmatmul_traffic * stored / hbm  # forward + backward, one layer
     # an FP8 recipe's casts: every Linear input (forward) and output gradient (backward)
     mem_s = mem_s + ctx.quantize_bytes_per_token * x.tokens / x.tp / hbm
-    if ctx.fp8_share:
-        fp8_rate = rate * (ctx.fp8_flops * ctx.fp8_achievable
-                           / (g.bf16_dense_flops * ctx.bf16_achievable))
-        gemm = dense / x.tp * (ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate)
-    else:
-        gemm = dense / x.tp / rate
+    per_flop = _seconds_per_flop(ctx, rate)
+    gemm = dense / x.tp * per_flop if ctx.fp8_share else dense / x.tp / rate
+    experts = expert_gemm_parts(ctx, x)  # the routed experts' GEMMs at their own shape
+    if ctx.experts is not None:
+        gemm = gemm + experts["layer_expert_gemm_s"]
     fwd_layer = gemm + attention / x.tp / rate + mem_s / 3
     scores = np.where(x.flash, 0.0, 5 * a * s * s * x.b / x.tp)  # Korthikanti's 5as^2b bytes
     selective = np.where(x.flash, 0.0, attention / x.tp / rate + cal.nonmatmul_traffic * scores
@@ -379,8 +446,7 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     if ctx.framework.recompute_kinds:  # what the framework recomputes besides, below full
         kinds = _recomputed_kinds(ctx, x)
         up = compute.forward_flops(x.tokens, kinds["params"], 0, h, s) / x.tp
-        up_s = (up * (ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate)
-                if ctx.fp8_share else up / rate)
+        up_s = up * per_flop if ctx.fp8_share else up / rate
         extra = up_s + cal.nonmatmul_traffic * kinds["traffic_bytes"] / hbm / 3
         rec_layer = rec_layer + np.where(x.rc == 2, 0.0, extra)
     head_s = 3 * head / x.tp / rate  # forward + backward of the output layer, last stage
@@ -388,7 +454,7 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
         proj = compute.forward_flops(x.tokens, 2.0 * h * h, 0, h, s)  # projection
         head_s = head_s * (1 + m.mtp_layers) + 3 * m.mtp_layers * proj / x.tp / rate
     return {"layer_forward_s": fwd_layer, "layer_gemm_s": gemm, "layer_recompute_s": rec_layer,
-            "head_s": head_s}
+            "head_s": head_s, "rank_imbalance": experts["rank_imbalance"]}
 
 
 def tensor_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
@@ -456,6 +522,7 @@ def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     """Seconds of one MoE layer's dispatch and combine all-to-alls for one micro-batch, left
     exposed: :func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of an expert group for
     the ``b s/(cp tp)`` tokens each routes (sequence parallelism splits them over ``tp``),
+    the busiest rank receiving ``ρ`` times the mean (``c["rank_imbalance"]``),
     forward and backward (a forward pair more under full recomputation); where the framework
     overlaps them, only what outlasts the layer's computation (forward and backward) shows."""
     shape = np.shape(x.tp)
@@ -466,7 +533,10 @@ def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     links, gpn = ctx.collectives.links, ctx.network.gpus_per_node
     idx = np.flatnonzero(on)
     ep = np.broadcast_to(x.ep, shape).ravel()[idx]
-    tokens = np.broadcast_to(x.tokens / x.tp, shape).ravel()[idx]
+    # the busiest rank receives ρ times the mean (moe.expected_rank_imbalance), its receive
+    # side sets the all-to-all's pace: as if every GPU routed ρ times its tokens
+    busiest = x.tokens / x.tp * c["rank_imbalance"]
+    tokens = np.broadcast_to(busiest, shape).ravel()[idx]
     full = np.broadcast_to(x.rc == 2, shape).ravel()[idx]
     total = np.zeros(idx.size)
     for e in np.unique(ep):
