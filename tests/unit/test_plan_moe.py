@@ -502,6 +502,14 @@ def test_many_tokens_per_expert_leave_the_expert_gemms_compute_bound():
     ratio = float(two["layer_expert_gemm_s"][0] / one["layer_expert_gemm_s"][0])
     rho = float(two["rank_imbalance"][0] / one["rank_imbalance"][0])
     assert 1 < float(one["rank_imbalance"][0]) < 1.02
-    # twice the rows at the same eta (its dimension min(h, rows) is h = 2,048 both times),
+    # twice the rows at the same eta (its dimension min(h, f_e, rows) is the experts' width,
+    # 768, both times),
     # the busiest rank's share of them a little nearer the mean
     assert ratio / rho == pytest.approx(2.0, rel=1e-9)
+    # each of the three passes multiplies 4,096 tokens by 8 experts of 3 x 2048 x 768 on the
+    # busiest rank, at the calibrated eta of the experts' width (768), not of h = 2,048
+    ctx = _ctx(MOE, Plan(dp=8, ep=8, micro_batch=1, global_batch=8, flash_attention=True))
+    rate = (ctx.calibration.matmul_efficiency(768.0) * ctx.gpu.bf16_dense_flops
+            * ctx.bf16_achievable)
+    flops = 2 * 4096 * 8 * (3 * 2048 * 768) * float(one["rank_imbalance"][0])
+    assert float(one["layer_expert_gemm_s"][0]) == pytest.approx(flops / rate, rel=1e-9)

@@ -379,8 +379,9 @@ def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     * **Tokens per local expert** (:func:`scaleout.moe.tokens_per_local_expert`): each
       expert GEMM multiplies ``n_e = t ep k / E`` rows (``t = b s/(cp tp)`` tokens a GPU
       routes), not the ``b s`` a dense layer's GEMMs do; its rate is the same calibrated
-      ``η`` at ``min(h, n_e)`` (grouped GEMM: Megatron-Core ``--moe-grouped-gemm``, one
-      kernel over the local experts, each its own ``n_e × h`` problem).
+      ``η`` at its thinnest dimension, ``min(h, f_e, n_e)`` as a dense layer's is at
+      ``min(h/tp, b s)`` (Megatron-Core ``--moe-grouped-gemm``: the local experts' GEMMs in
+      one call, each its own ``n_e × h × f_e`` problem; experts are not split over ``tp``).
     * **The experts' weights** (:func:`scaleout.moe.expert_weight_bytes`): each GEMM pass
       reads all ``E/ep`` local experts' weights (the weight-gradient GEMM reads and writes
       their gradients); a pass takes the longer of its FLOPs and those bytes at HBM
@@ -400,7 +401,8 @@ def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     t = x.tokens / x.tp  # tokens a GPU routes (sequence parallelism splits them over tp)
     n_e = moe.tokens_per_local_expert(t, x.ep, m.top_k, m.experts)
     rho = moe.expected_rank_imbalance(t, m.experts, m.top_k, x.ep)
-    per_flop = _seconds_per_flop(ctx, _matmul_rate(ctx, x, np.minimum(m.hidden, n_e)))
+    thinnest = min(m.hidden, m.expert_ffn_hidden or m.hidden)  # an expert is not split
+    per_flop = _seconds_per_flop(ctx, _matmul_rate(ctx, x, np.minimum(thinnest, n_e)))
     p_e = ex.routed_per_layer / m.experts
     flops = 2.0 * t * m.top_k * p_e * rho  # one GEMM pass over the busiest rank's copies
     w = moe.expert_weight_bytes(p_e * m.experts / x.ep, ctx.recipe.gemm_input_bytes,
