@@ -236,6 +236,10 @@ def tokens_per_local_expert(tokens, ep, top_k: int, experts: int):
     return _out(t * ep * k / E)
 
 
+#: E[max of n standard normals] by n, filled as :func:`expected_rank_imbalance` meets them.
+_MAX_NORMAL: dict[int, float] = {}
+
+
 def expected_rank_imbalance(tokens, experts: int, top_k: int, ep):
     """Expected load of the busiest EP rank over the mean under uniform random routing.
 
@@ -260,9 +264,14 @@ def expected_rank_imbalance(tokens, experts: int, top_k: int, ep):
     k = check_int("top_k", top_k, maximum=E)
     ep = check_array("ep", ep, integer=True, minimum=1)
     experts_per_gpu(E, ep)
-    uniq, inverse = np.unique(ep, return_inverse=True)
-    top = np.asarray(expected_max_normal(uniq.astype(np.int64)), dtype=float).reshape(-1)
-    z = top[inverse.reshape(np.shape(ep))]  # one integration per distinct ep
+    present = np.flatnonzero(np.bincount(np.ravel(ep).astype(np.int64)))  # distinct sizes
+    missing = [int(n) for n in present if int(n) not in _MAX_NORMAL]
+    if missing:  # one integration for the sizes not seen before in this process
+        got = np.atleast_1d(expected_max_normal(np.array(missing, dtype=np.int64)))
+        _MAX_NORMAL.update(zip(missing, map(float, got), strict=True))
+    table = np.zeros(int(present[-1]) + 1)
+    table[present] = [_MAX_NORMAL[int(n)] for n in present]
+    z = table[np.asarray(ep, dtype=np.int64)]
     mu = t * k
     var = t * k * (1 - 1 / ep) * ((E - k) / (E - 1) if E > 1 else 0.0)
     return _out(1.0 + np.sqrt(var) * z / mu)
