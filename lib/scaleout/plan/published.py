@@ -343,7 +343,8 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
         if run["precision"] == "FP8-MX":
             extra.append("MXFP8 at the FP8 peak; its block scales in the casts only")
         if m.is_moe:
-            extra += ["force-balanced, dropless routing", "expert tensor parallelism 1",
+            extra += ["force-balanced (random scores), dropless routing",
+                      "expert tensor parallelism 1",
                       "no all-to-all overlap (Megatron-Core's default)"]
         if run.get("variant") == "dropless" or (catalog.model(run["model"]).mtp_layers
                                                  and "variant" not in run):
