@@ -172,6 +172,26 @@ _MEGATRON_2021 = Framework(
         "p2p_overlap": "sends on the critical path (scatter/gather, Sec. 4.1)",
     })
 
+_MEGATRON_2023 = Framework(
+    "megatron-lm-2023", "Megatron-LM of early 2023 (commit 285068c8)",
+    grad_bucket_bytes=None, grad_overlap=False, param_gather_overlap=False,
+    zero_stages=(0, 1), max_zero_with_pp=1, tp_overlap=False, p2p_overlap=False,
+    sources={
+        "zero_stages": "megatron/arguments.py @ 285068c8 (2023-01-11): --use-distributed-"
+                       "optimizer (ZeRO-1), the only sharding it offers",
+        "grad_overlap": "megatron/arguments.py @ 285068c8: no --overlap-grad-reduce (added later "
+                        "in 2023); local DDP reduces the contiguous gradient buffer after the "
+                        "pipeline flush",
+        "param_gather_overlap": "megatron/arguments.py @ 285068c8: no --overlap-param-gather; "
+                                "the distributed optimizer gathers the weights after its step",
+        "tp_overlap": "megatron/arguments.py @ 285068c8: no --tp-comm-overlap (only the "
+                      "asynchronous all-reduce beside a column-parallel layer's weight "
+                      "gradient); the MegaScale paper (arXiv 2402.15627, Sec. 3.3, 6.1) adds "
+                      "TP/SP overlap on top of this baseline",
+        "p2p_overlap": "megatron/arguments.py @ 285068c8: no --overlap-p2p-communication; the "
+                       "interleaved schedule's sends are blocking",
+    })
+
 _DEEPSPEED_2021 = Framework(
     "deepspeed-2021", "DeepSpeed ZeRO, 2021 (v0.3-0.4)",
     grad_bucket_bytes=5e8 * 2, grad_overlap=True, flat_dp_rings=True, zero3_unit="tensor",
@@ -281,7 +301,8 @@ _HAI_LLM = Framework(
     })
 
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
-    _MEGATRON_2021, _DEEPSPEED_2021, _FSDP, _TORCHTITAN, _MEGATRON_CORE, _HAI_LLM)}
+    _MEGATRON_2021, _DEEPSPEED_2021, _MEGATRON_2023, _FSDP, _TORCHTITAN, _MEGATRON_CORE,
+    _HAI_LLM)}
 #: The framework the planner assumes when none is named: how large models are trained today.
 DEFAULT_FRAMEWORK = "megatron-core"
 
