@@ -30,6 +30,14 @@ zero3_unit, zero3_prefetch
     all-gather when prefetching), for every micro-batch's forward and backward pass;
     ``zero3_prefetch`` units are gathered ahead, on a separate stream, while the current one
     computes.
+zero3_blocking_fetch, zero3_persistence_threshold, zero3_max_reuse_distance
+    DeepSpeed's ZeRO-3 of 2021: on entering each submodule the CPU waits for every gather in
+    flight and for the GPU (``torch.cuda.synchronize``), then prefetches only the next
+    parameter tensor, so a tensor's gather hides behind the previous tensor's computation
+    alone (:func:`scaleout.plan.step.tensor_fetch_chain_s`); tensors under
+    ``zero3_persistence_threshold`` elements stay whole and are never gathered; a tensor
+    released after its forward use is gathered again for its backward use when more than
+    ``zero3_max_reuse_distance`` elements are used in between (None: always gathered again).
 zero_stages, max_zero_with_pp
     The ZeRO stages the framework offers, and the highest it combines with pipelining
     (DeepSpeed: 1; torchtitan's FSDP2 and Llama 3's sharded data parallelism: 2 or 3).
@@ -107,6 +115,9 @@ class Framework:
     flat_dp_rings: bool = False
     zero3_unit: str = "layer"
     zero3_prefetch: int = 1
+    zero3_blocking_fetch: bool = False
+    zero3_persistence_threshold: int = 0
+    zero3_max_reuse_distance: float | None = None
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     max_zero_with_pp: int = 1
     tp_overlap: bool = False
@@ -195,9 +206,23 @@ _MEGATRON_2023 = Framework(
 _DEEPSPEED_2021 = Framework(
     "deepspeed-2021", "DeepSpeed ZeRO, 2021 (v0.3-0.4)",
     grad_bucket_bytes=5e8 * 2, grad_overlap=True, flat_dp_rings=True, zero3_unit="tensor",
-    zero3_prefetch=1,
+    zero3_prefetch=1, zero3_blocking_fetch=True, zero3_persistence_threshold=100_000,
+    zero3_max_reuse_distance=1e9,
     zero_stages=(0, 1, 2, 3), max_zero_with_pp=1,
     sources={
+        "zero3_blocking_fetch": "deepspeed/runtime/zero/stage3.py @ v0.3.16: fetch_sub_module "
+                                "ends in _synchronize_communication (comm_stream.synchronize() "
+                                "and torch.cuda.synchronize()); prefetch_next_sub_modules runs "
+                                "only with nothing in flight and takes the next parameters up to "
+                                "stage3_prefetch_bucket_size (5e7 elements): one weight matrix "
+                                "of a large layer",
+        "zero3_persistence_threshold": "deepspeed/runtime/zero/constants.py @ v0.3.16: "
+                                       "stage3_param_persistence_threshold default 1e5 "
+                                       "elements (biases and norms stay whole)",
+        "zero3_max_reuse_distance": "deepspeed/runtime/zero/constants.py @ v0.3.16: "
+                                    "stage3_max_reuse_distance default 1e9 elements; "
+                                    "stage3.py _keep_for_later releases a tensor whose next "
+                                    "use is further away",
         "flat_dp_rings": "ZeRO-3 over the whole data-parallel group as flat NCCL rings, each "
                          "GPU's share crossing its own NIC (the mechanism Narayanan et al. "
                          "2021 Sec. 5.2 names: 'less cross-node communication' for PTD-P)",

@@ -804,6 +804,75 @@ def _prefetched(units: np.ndarray, comp: np.ndarray, comm: np.ndarray, prefetch:
     return comm + np.maximum(units - 1, 0) * np.maximum(comp, comm) + comp
 
 
+def tensor_fetch_chain_s(layers, comp, gather, after=None):
+    """Seconds of ``layers`` passes through ``k`` units run in order, each unit's parameters
+    gathered one unit ahead while the CPU blocks at every unit (DeepSpeed's ZeRO-3 of 2021,
+    :attr:`~scaleout.plan.frameworks.Framework.zero3_blocking_fetch`).
+
+    On entering unit ``i`` the CPU waits for everything in flight, then issues the gather of
+    unit ``i + 1`` and unit ``i``'s computation, whose gradient reduction (``after[i]``, the
+    same communicator, so queued behind that gather) the next entry waits for too: unit ``i``
+    takes ``max(c_i, g_{i+1}) + r_i``, the next layer's first unit prefetched during this
+    layer's last (deepspeed/runtime/zero/stage3.py @ v0.3.16: ``fetch_sub_module``,
+    ``_synchronize_communication``, ``prefetch_next_sub_modules``). With the first gather
+    exposed and nothing to prefetch after the last unit::
+
+        g_0 + layers * sum_i (max(c_i, g_{(i+1) mod k}) + r_i) - max(c_{k-1}, g_0) + c_{k-1}
+
+    ``comp``, ``gather`` and ``after`` are sequences of ``k`` arrays (seconds per unit);
+    ``after`` None: no reduction.
+    """
+    k = len(comp)
+    if after is None:
+        after = [0.0] * k
+    per_layer = sum(np.maximum(comp[i], gather[(i + 1) % k]) + after[i] for i in range(k))
+    return (gather[0] + layers * per_layer - np.maximum(comp[-1], gather[0]) + comp[-1])
+
+
+def _dp_tensor_chain(ctx: Context, a: dict[str, np.ndarray], sharded) -> np.ndarray:
+    """Exposed seconds of ZeRO-3 gathering tensor by tensor with a blocking fetch
+    (:func:`tensor_fetch_chain_s`), for every micro-batch: a forward chain; with full
+    recomputation a recomputing forward chain that gathers every tensor again; a backward
+    chain in reverse order that gathers again the tensors released in between (those with
+    more than ``zero3_max_reuse_distance`` elements used between their two uses: under full
+    recomputation twice the elements of the layer's later tensors, otherwise always) and
+    reduce-scatters each tensor's gradient. Tensors under ``zero3_persistence_threshold``
+    elements stay whole. A unit's computation is its share of the layer's matrix multiplies
+    (by parameters); the layer's other work (attention, memory-bound kernels) is put on the
+    first gathered tensor (Q/K/V), the one whose computation it follows."""
+    fw, rec = ctx.framework, ctx.recipe
+    tp, layers = a["tp"], a["layers"]
+    sizes = [n for n in ctx.tensors if n / np.min(tp) >= fw.zero3_persistence_threshold]
+    if not sizes:  # nothing gathered: the whole layer stays on every GPU
+        return np.zeros(np.shape(tp))
+    total = float(sum(sizes))
+    fwd_layer, gemm = a["layer_forward"], a["layer_gemm"]
+    f_total = (a["per_layer"] - a["layer_recompute"]) / 3  # forward, TP and CP included
+    share = [gemm * n / total / fwd_layer for n in sizes]
+    share[0] = share[0] + (fwd_layer - gemm) / fwd_layer
+    ag = [sharded("all_gather", np.broadcast_to(n / tp * rec.param_gather, tp.shape)
+                  .astype(float)) for n in sizes]
+    rs = [sharded("reduce_scatter", np.broadcast_to(n / tp * rec.grad_comm, tp.shape)
+                  .astype(float)) for n in sizes]
+    full = a["rc"] == 2
+    c_f = [f_total * sh for sh in share]
+    fwd = tensor_fetch_chain_s(layers, c_f, ag)
+    # backward, last tensor first; its gathers are the tensors released since their last use
+    again = []
+    for i in range(len(sizes)):
+        later = 2.0 * sum(sizes[i + 1:]) / tp
+        keep = (later <= fw.zero3_max_reuse_distance if fw.zero3_max_reuse_distance is not None
+                else np.zeros(np.shape(tp), dtype=bool))
+        again.append(np.where(full & keep, 0.0, ag[i]))
+    rec_s = a["layer_recompute"]
+    c_b = [2 * f_total * sh + np.where(full, 0.0, rec_s * sh) for sh in share]
+    bwd = tensor_fetch_chain_s(layers, c_b[::-1], again[::-1], rs[::-1])
+    recompute = np.where(full, tensor_fetch_chain_s(layers, [rec_s * sh for sh in share], ag),
+                         0.0)
+    compute = layers * (a["per_layer"])
+    return fwd + bwd + recompute - compute
+
+
 def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
                         c: dict[str, np.ndarray], t: dict[str, np.ndarray],
                         busy: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -827,7 +896,9 @@ def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
         "per_node_shard": per_node_shard, "replicas": replicas,
         "per_node_replica": per_node_replica, "tp": x.tp, "pp": x.pp,
         "micro_batches": x.micro_batches, "params": mem["params_per_gpu"],
-        "per_layer": per_layer, "layers": busy["layers"]}
+        "per_layer": per_layer, "layers": busy["layers"], "rc": x.rc,
+        "layer_forward": c["layer_forward_s"], "layer_gemm": c["layer_gemm_s"],
+        "layer_recompute": c["layer_recompute_s"]}
     if ctx.experts is not None:
         full_arrays.update({
             "edp": x.edp, "expert_params": mem["expert_params_per_gpu"],
@@ -943,6 +1014,8 @@ def _dp_full(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
     rest = np.maximum(a["params"] - layers * layer_params, 0.0)
     rest_s = (sharded("all_gather", rest * rec.param_gather)
               + sharded("reduce_scatter", rest * rec.grad_comm))
+    if fw.zero3_blocking_fetch and expert is None:
+        return a["micro_batches"] * (_dp_tensor_chain(ctx, a, sharded) + rest_s)
     gathers_back = np.where(a["pp"] > 1, 0.0, 1.0)  # resharded after forward only without PP
     c_f = per_layer / 3
     c_b = per_layer * 2 / 3
