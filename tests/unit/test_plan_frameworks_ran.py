@@ -113,3 +113,24 @@ def test_megascale_baseline_pays_its_tensor_parallel_all_reduces():
                         framework="megatron-core")
     assert new.step["tp_comm"] == 0.0 < old.step["tp_comm"]
     assert old.step_s >= new.step_s + old.step["tp_comm"] * 0.9
+
+
+def test_torchtitan_op_policy_recomputes_every_second_matmul_of_a_block():
+    """torchtitan's per-op selective checkpoint (parallelize_llama.py @ 4d88a8a4) saves every
+    mm output but the 2nd, 4th, 6th of a block: in Llama 3 8B wk (4096 x 1024), wo (4096 x
+    4096) and w3 (4096 x 14336) = 79,691,776 of the block's 218,103,808 matmul parameters.
+    The backward pass reruns them: that share of the layer's forward GEMM time."""
+    from scaleout import catalog
+
+    m = catalog.model("llama3-8b")
+    assert step.every_other_matmul_params(m) == 4096 * 1024 + 4096 * 4096 + 4096 * 14336
+    assert step.every_other_matmul_params(catalog.model("qwen3-30b-a3b")) == 0.0  # MoE
+    arrays = {k: np.array([v]) for k, v in dict(
+        tp=1, pp=1, dp=64, micro_batch=1, interleave=1, zero_stage=3, sp=False,
+        rc=memory.recompute_code("selective"), flash=True).items()}
+    for fw, share in (("torchtitan", 79_691_776 / 218_103_808), ("megatron-core", 0.0)):
+        ctx = step.context("llama3-8b", "A100-SXM4-80GB", None, None, "mixed-adam", 8192, 64,
+                           fw)
+        c = step.compute_parts(ctx, step._shape(ctx, arrays))
+        assert c["layer_recompute_s"][0] == pytest.approx(c["layer_gemm_s"][0] * share,
+                                                          rel=1e-3)

@@ -71,6 +71,11 @@ comm_sm_share
     The share of a GPU's streaming multiprocessors given to communication kernels that run
     beside the computation (DeepSeek-V3: 20 of the H800's 132, Sec. 3.2.2); computation runs
     on the rest.
+sac_every_other_matmul
+    Under a plan's ``"selective"`` recomputation, the framework's per-operator policy: every
+    matmul output is saved except every second one of each transformer block, which the
+    backward pass recomputes (torchtitan's ``selective_ac_option = "op"``): in a Llama block
+    ``wk``, ``wo`` and ``w3`` (:func:`scaleout.plan.step.every_other_matmul_params`).
 recompute_kinds
     Tensor kinds (:data:`scaleout.memory.RECOMPUTE_KINDS`) the framework recomputes in the
     backward pass on top of a plan's ``recompute`` mode (below full recomputation), instead of
@@ -128,6 +133,7 @@ class Framework:
     a2a_overlap: bool = False
     pipeline_schedule: str = "1f1b"
     comm_sm_share: float = 0.0
+    sac_every_other_matmul: bool = False
     recompute_kinds: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -256,8 +262,12 @@ _TORCHTITAN = Framework(
     "torchtitan", "torchtitan (FSDP2 + TP + PP, 2024-25)",
     grad_bucket_bytes=None, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
     zero_stages=(0, 2, 3), max_zero_with_pp=3, tp_overlap=False, p2p_overlap=False,
-    hybrid_shard=True, cp_variant="ring", expert_parallel=True,
+    hybrid_shard=True, cp_variant="ring", expert_parallel=True, sac_every_other_matmul=True,
     sources={
+        "sac_every_other_matmul": "torchtitan/parallelisms/parallelize_llama.py @ 4d88a8a4 "
+                                  "(2024-12-03): activation_checkpoint.mode='selective', "
+                                  "selective_ac_option='op': _custom_policy saves the ops of "
+                                  "_save_list 'except every second mm' of each block",
         "cp_variant": "parallelism.context_parallel_degree: PyTorch's context_parallel, ring "
                       "attention over the sequence shards (Liang et al. 2025 Sec. 2.1)",
         "expert_parallel": "parallelism.expert_parallel_degree (torchtitan's mixture-of-experts "

@@ -344,6 +344,25 @@ def _matmul_rate(ctx: Context, x: _Shape) -> np.ndarray:
     return rate
 
 
+def every_other_matmul_params(m: ModelSpec) -> float:
+    """Parameters of the matmuls a per-operator selective checkpoint recomputes when it saves
+    every matmul output but every second one of a block (torchtitan's ``"op"`` policy,
+    :attr:`~scaleout.plan.frameworks.Framework.sac_every_other_matmul`): the block's
+    unfused Linear layers in forward order, ``wq, wk, wv, wo`` then ``w1, w3, w2`` (SwiGLU)
+    or ``w1, w2``, the 2nd, 4th and 6th recomputed (torchtitan/models/llama/model.py and
+    parallelize_llama.py @ 4d88a8a4). Llama 3 8B: ``wk`` (4096 x 1024), ``wo`` (4096 x 4096)
+    and ``w3`` (4096 x 14336): 79.7M of the block's 218.1M. A mixture of experts' or MLA's
+    blocks are not counted (0); neither are the elementwise operators the policy recomputes
+    too (norms, rotary embedding, SiLU), nor the memory it saves (the plan's stored
+    activations stay those of Korthikanti et al.'s selective recomputation)."""
+    if m.is_moe or m.is_mla:
+        return 0.0
+    h, q, kv = m.hidden, m.n_heads * m.head_dim, m.kv_heads * m.head_dim
+    mats = [h * q, h * kv, h * kv, q * h]
+    mats += [h * m.ffn, h * m.ffn, m.ffn * h] if m.gated_mlp else [h * m.ffn, m.ffn * h]
+    return float(sum(mats[1::2]))
+
+
 def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     """Seconds of one layer's forward pass (and the part of it in GEMMs), its recomputation,
     and the output layer's forward + backward, for one micro-batch on one GPU.
@@ -383,6 +402,9 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
                 if ctx.fp8_share else up / rate)
         extra = up_s + cal.nonmatmul_traffic * kinds["traffic_bytes"] / hbm / 3
         rec_layer = rec_layer + np.where(x.rc == 2, 0.0, extra)
+    if ctx.framework.sac_every_other_matmul:  # the matmuls a per-op policy recomputes
+        rec_layer = rec_layer + np.where(
+            x.rc == 1, gemm * every_other_matmul_params(m) / ctx.layer_params, 0.0)
     head_s = 3 * head / x.tp / rate  # forward + backward of the output layer, last stage
     if m.mtp_layers:  # each MTP module passes through the output layer again, after a 2h x h
         proj = compute.forward_flops(x.tokens, 2.0 * h * h, 0, h, s)  # projection
