@@ -864,7 +864,7 @@ def _dp_tensor_chain(ctx: Context, a: dict[str, np.ndarray], sharded) -> np.ndar
     first gathered tensor (Q/K/V), the one whose computation it follows."""
     fw, rec = ctx.framework, ctx.recipe
     tp, layers = a["tp"], a["layers"]
-    sizes = [n for n in ctx.tensors if n / np.min(tp) >= fw.zero3_persistence_threshold]
+    sizes = [n for n in ctx.tensors if n >= fw.zero3_persistence_threshold]
     if not sizes:  # nothing gathered: the whole layer stays on every GPU
         return np.zeros(np.shape(tp))
     total = float(sum(sizes))
@@ -872,10 +872,14 @@ def _dp_tensor_chain(ctx: Context, a: dict[str, np.ndarray], sharded) -> np.ndar
     f_total = (a["per_layer"] - a["layer_recompute"]) / 3  # forward, TP and CP included
     share = [gemm * n / total / fwd_layer for n in sizes]
     share[0] = share[0] + (fwd_layer - gemm) / fwd_layer
-    ag = [sharded("all_gather", np.broadcast_to(n / tp * rec.param_gather, tp.shape)
-                  .astype(float)) for n in sizes]
-    rs = [sharded("reduce_scatter", np.broadcast_to(n / tp * rec.grad_comm, tp.shape)
-                  .astype(float)) for n in sizes]
+
+    def issued(op: str, n: int, bytes_per: float) -> np.ndarray:
+        """One tensor's collective, none where its shard of ``n / tp`` stays whole."""
+        size = np.broadcast_to(n / tp * bytes_per, tp.shape).astype(float)
+        return np.where(n / tp >= fw.zero3_persistence_threshold, sharded(op, size), 0.0)
+
+    ag = [issued("all_gather", n, rec.param_gather) for n in sizes]
+    rs = [issued("reduce_scatter", n, rec.grad_comm) for n in sizes]
     full = a["rc"] == 2
     c_f = [f_total * sh for sh in share]
     fwd = tensor_fetch_chain_s(layers, c_f, ag)
