@@ -390,6 +390,7 @@ def preset_rows() -> list[dict[str, str]]:
             "gradients": bucket,
             "overlapped": ", ".join(overlaps) or "nothing",
             "ZeRO-3 gathers": (f"per {f.zero3_unit}, {f.zero3_prefetch} ahead"
+                               + (", the host waiting at each" if f.zero3_blocking_fetch else "")
                                if 3 in f.zero_stages else "—"),
             "ZeRO stages": ", ".join(map(str, f.zero_stages)),
             "with pipelining": f"up to ZeRO-{f.max_zero_with_pp}" if f.max_zero_with_pp
