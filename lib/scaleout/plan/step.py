@@ -47,10 +47,13 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   weights gathered after the step, during the next forward where it overlaps; ZeRO-3's
   weights gathered unit by unit (layer or tensor) for every micro-batch's forward and backward,
   the next unit prefetched while the current one computes, and gradients reduce-scattered per
-  layer. Hybrid sharding (a plan's ``zero_shard``; Zhao et al. 2023 Sec. 3.2.2) runs those
-  collectives inside each shard group and all-reduces the gradients' shards across the
-  groups. Each call costs what NCCL's model predicts (:mod:`scaleout.nccl`), its latency
-  included: a flat ring over many GPUs pays it at every step.
+  layer; where the framework's host blocks at every unit (DeepSpeed's ZeRO-3 of 2021), tensor
+  by tensor as :func:`tensor_fetch_chain_s` times it, each gather hidden behind one tensor's
+  computation at most. Hybrid sharding (a plan's ``zero_shard``; Zhao et al. 2023
+  Sec. 3.2.2) runs those collectives inside each shard group and all-reduces the gradients'
+  shards across the groups. Each call costs what NCCL's model predicts
+  (:mod:`scaleout.nccl`), its latency included: a flat ring over many GPUs pays it at every
+  step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
 * **Mixtures of experts** (:mod:`scaleout.moe`): the token permutation, the SwiGLU on the
   ``k`` routed copies and the router's softmax are memory-bound work counted by ``κ`` times
@@ -83,6 +86,9 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   balances. Their parameters (a layer like the model's last, with its routed experts, and the
   projection: 11.6B for DeepSeek-V3) and one more layer of activations are counted in the last
   stage's memory; the embedding and output layer they share are not counted twice.
+* **Per-operator selective recomputation** (:attr:`Framework.sac_every_other_matmul`;
+  torchtitan's ``"op"`` policy): every second matmul of a block rerun in the backward pass
+  (:func:`every_other_matmul_params`), its share of the layer's GEMM time.
 * **Framework recomputation** (:attr:`Framework.recompute_kinds`; DeepSeek-V3 Sec. 3.2.3
   and 3.3.3): below full recomputation, the tensor kinds a framework recomputes besides
   (normalisations, MLA's up-projections, the MoE SwiGLU;
@@ -130,6 +136,7 @@ __all__ = [
     "context",
     "context_parallel_parts",
     "data_parallel_parts",
+    "every_other_matmul_params",
     "expert_parallel_parts",
     "experts_of",
     "iteration",
@@ -137,6 +144,7 @@ __all__ = [
     "optimizer_parts",
     "pipeline_parts",
     "stage_split",
+    "tensor_fetch_chain_s",
     "tensor_parallel_parts",
 ]
 
