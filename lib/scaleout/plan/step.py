@@ -47,10 +47,13 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   weights gathered after the step, during the next forward where it overlaps; ZeRO-3's
   weights gathered unit by unit (layer or tensor) for every micro-batch's forward and backward,
   the next unit prefetched while the current one computes, and gradients reduce-scattered per
-  layer. Hybrid sharding (a plan's ``zero_shard``; Zhao et al. 2023 Sec. 3.2.2) runs those
-  collectives inside each shard group and all-reduces the gradients' shards across the
-  groups. Each call costs what NCCL's model predicts (:mod:`scaleout.nccl`), its latency
-  included: a flat ring over many GPUs pays it at every step.
+  layer; where the framework's host blocks at every unit (DeepSpeed's ZeRO-3 of 2021), tensor
+  by tensor as :func:`tensor_fetch_chain_s` times it, each gather hidden behind one tensor's
+  computation at most. Hybrid sharding (a plan's ``zero_shard``; Zhao et al. 2023
+  Sec. 3.2.2) runs those collectives inside each shard group and all-reduces the gradients'
+  shards across the groups. Each call costs what NCCL's model predicts
+  (:mod:`scaleout.nccl`), its latency included: a flat ring over many GPUs pays it at every
+  step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
 * **Mixtures of experts** (:mod:`scaleout.moe`): the token permutation, the SwiGLU on the
   ``k`` routed copies and the router's softmax are memory-bound work counted by ``κ`` times
@@ -86,6 +89,9 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   balances. Their parameters (a layer like the model's last, with its routed experts, and the
   projection: 11.6B for DeepSeek-V3) and one more layer of activations are counted in the last
   stage's memory; the embedding and output layer they share are not counted twice.
+* **Per-operator selective recomputation** (:attr:`Framework.sac_every_other_matmul`;
+  torchtitan's ``"op"`` policy): every second matmul of a block rerun in the backward pass
+  (:func:`every_other_matmul_params`), its share of the layer's GEMM time.
 * **Framework recomputation** (:attr:`Framework.recompute_kinds`; DeepSeek-V3 Sec. 3.2.3
   and 3.3.3): below full recomputation, the tensor kinds a framework recomputes besides
   (normalisations, MLA's up-projections, the MoE SwiGLU;
@@ -133,6 +139,7 @@ __all__ = [
     "context",
     "context_parallel_parts",
     "data_parallel_parts",
+    "every_other_matmul_params",
     "expert_gemm_parts",
     "expert_parallel_parts",
     "experts_of",
@@ -141,6 +148,7 @@ __all__ = [
     "optimizer_parts",
     "pipeline_parts",
     "stage_split",
+    "tensor_fetch_chain_s",
     "tensor_parallel_parts",
 ]
 
@@ -413,6 +421,25 @@ def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
             "rank_imbalance": rho}
 
 
+def every_other_matmul_params(m: ModelSpec) -> float:
+    """Parameters of the matmuls a per-operator selective checkpoint recomputes when it saves
+    every matmul output but every second one of a block (torchtitan's ``"op"`` policy,
+    :attr:`~scaleout.plan.frameworks.Framework.sac_every_other_matmul`): the block's
+    unfused Linear layers in forward order, ``wq, wk, wv, wo`` then ``w1, w3, w2`` (SwiGLU)
+    or ``w1, w2``, the 2nd, 4th and 6th recomputed (torchtitan/models/llama/model.py and
+    parallelize_llama.py @ 4d88a8a4). Llama 3 8B: ``wk`` (4096 x 1024), ``wo`` (4096 x 4096)
+    and ``w3`` (4096 x 14336): 79.7M of the block's 218.1M. A mixture of experts' or MLA's
+    blocks are not counted (0); neither are the elementwise operators the policy recomputes
+    too (norms, rotary embedding, SiLU), nor the memory it saves (the plan's stored
+    activations stay those of Korthikanti et al.'s selective recomputation)."""
+    if m.is_moe or m.is_mla:
+        return 0.0
+    h, q, kv = m.hidden, m.n_heads * m.head_dim, m.kv_heads * m.head_dim
+    mats = [h * q, h * kv, h * kv, q * h]
+    mats += [h * m.ffn, h * m.ffn, m.ffn * h] if m.gated_mlp else [h * m.ffn, m.ffn * h]
+    return float(sum(mats[1::2]))
+
+
 def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     """Seconds of one layer's forward pass (and the part of it in GEMMs), its recomputation,
     and the output layer's forward + backward, for one micro-batch on one GPU.
@@ -451,6 +478,9 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
         up_s = up * per_flop if ctx.fp8_share else up / rate
         extra = up_s + cal.nonmatmul_traffic * kinds["traffic_bytes"] / hbm / 3
         rec_layer = rec_layer + np.where(x.rc == 2, 0.0, extra)
+    if ctx.framework.sac_every_other_matmul:  # the matmuls a per-op policy recomputes
+        rec_layer = rec_layer + np.where(
+            x.rc == 1, gemm * every_other_matmul_params(m) / ctx.layer_params, 0.0)
     head_s = 3 * head / x.tp / rate  # forward + backward of the output layer, last stage
     if m.mtp_layers:  # each MTP module passes through the output layer again, after a 2h x h
         proj = compute.forward_flops(x.tokens, 2.0 * h * h, 0, h, s)  # projection
@@ -876,6 +906,79 @@ def _prefetched(units: np.ndarray, comp: np.ndarray, comm: np.ndarray, prefetch:
     return comm + np.maximum(units - 1, 0) * np.maximum(comp, comm) + comp
 
 
+def tensor_fetch_chain_s(layers, comp, gather, after=None):
+    """Seconds of ``layers`` passes through ``k`` units run in order, each unit's parameters
+    gathered one unit ahead while the CPU blocks at every unit (DeepSpeed's ZeRO-3 of 2021,
+    :attr:`~scaleout.plan.frameworks.Framework.zero3_blocking_fetch`).
+
+    On entering unit ``i`` the CPU waits for everything in flight, then issues the gather of
+    unit ``i + 1`` and unit ``i``'s computation, whose gradient reduction (``after[i]``, the
+    same communicator, so queued behind that gather) the next entry waits for too: unit ``i``
+    takes ``max(c_i, g_{i+1}) + r_i``, the next layer's first unit prefetched during this
+    layer's last (deepspeed/runtime/zero/stage3.py @ v0.3.16: ``fetch_sub_module``,
+    ``_synchronize_communication``, ``prefetch_next_sub_modules``). With the first gather
+    exposed and nothing to prefetch after the last unit::
+
+        g_0 + layers * sum_i (max(c_i, g_{(i+1) mod k}) + r_i) - max(c_{k-1}, g_0) + c_{k-1}
+
+    ``comp``, ``gather`` and ``after`` are sequences of ``k`` arrays (seconds per unit);
+    ``after`` None: no reduction.
+    """
+    k = len(comp)
+    if after is None:
+        after = [0.0] * k
+    per_layer = sum(np.maximum(comp[i], gather[(i + 1) % k]) + after[i] for i in range(k))
+    return (gather[0] + layers * per_layer - np.maximum(comp[-1], gather[0]) + comp[-1])
+
+
+def _dp_tensor_chain(ctx: Context, a: dict[str, np.ndarray], sharded) -> np.ndarray:
+    """Exposed seconds of ZeRO-3 gathering tensor by tensor with a blocking fetch
+    (:func:`tensor_fetch_chain_s`), for every micro-batch: a forward chain; with full
+    recomputation a recomputing forward chain that gathers every tensor again; a backward
+    chain in reverse order that gathers again the tensors released in between (those with
+    more than ``zero3_max_reuse_distance`` elements used between their two uses: under full
+    recomputation twice the elements of the layer's later tensors, otherwise always) and
+    reduce-scatters each tensor's gradient. Tensors under ``zero3_persistence_threshold``
+    elements stay whole. A unit's computation is its share of the layer's matrix multiplies
+    (by parameters); the layer's other work (attention, memory-bound kernels) is put on the
+    first gathered tensor (Q/K/V), the one whose computation it follows."""
+    fw, rec = ctx.framework, ctx.recipe
+    tp, layers = a["tp"], a["layers"]
+    sizes = [n for n in ctx.tensors if n >= fw.zero3_persistence_threshold]
+    if not sizes:  # nothing gathered: the whole layer stays on every GPU
+        return np.zeros(np.shape(tp))
+    total = float(sum(sizes))
+    fwd_layer, gemm = a["layer_forward"], a["layer_gemm"]
+    f_total = (a["per_layer"] - a["layer_recompute"]) / 3  # forward, TP and CP included
+    share = [gemm * n / total / fwd_layer for n in sizes]
+    share[0] = share[0] + (fwd_layer - gemm) / fwd_layer
+
+    def issued(op: str, n: int, bytes_per: float) -> np.ndarray:
+        """One tensor's collective, none where its shard of ``n / tp`` stays whole."""
+        size = np.broadcast_to(n / tp * bytes_per, tp.shape).astype(float)
+        return np.where(n / tp >= fw.zero3_persistence_threshold, sharded(op, size), 0.0)
+
+    ag = [issued("all_gather", n, rec.param_gather) for n in sizes]
+    rs = [issued("reduce_scatter", n, rec.grad_comm) for n in sizes]
+    full = a["rc"] == 2
+    c_f = [f_total * sh for sh in share]
+    fwd = tensor_fetch_chain_s(layers, c_f, ag)
+    # backward, last tensor first; its gathers are the tensors released since their last use
+    again = []
+    for i in range(len(sizes)):
+        later = 2.0 * sum(sizes[i + 1:]) / tp
+        keep = (later <= fw.zero3_max_reuse_distance if fw.zero3_max_reuse_distance is not None
+                else np.zeros(np.shape(tp), dtype=bool))
+        again.append(np.where(full & keep, 0.0, ag[i]))
+    rec_s = a["layer_recompute"]
+    c_b = [2 * f_total * sh + np.where(full, 0.0, rec_s * sh) for sh in share]
+    bwd = tensor_fetch_chain_s(layers, c_b[::-1], again[::-1], rs[::-1])
+    recompute = np.where(full, tensor_fetch_chain_s(layers, [rec_s * sh for sh in share], ag),
+                         0.0)
+    compute = layers * (a["per_layer"])
+    return fwd + bwd + recompute - compute
+
+
 def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
                         c: dict[str, np.ndarray], t: dict[str, np.ndarray],
                         busy: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -899,7 +1002,9 @@ def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
         "per_node_shard": per_node_shard, "replicas": replicas,
         "per_node_replica": per_node_replica, "tp": x.tp, "pp": x.pp,
         "micro_batches": x.micro_batches, "params": mem["params_per_gpu"],
-        "per_layer": per_layer, "layers": busy["layers"]}
+        "per_layer": per_layer, "layers": busy["layers"], "rc": x.rc,
+        "layer_forward": c["layer_forward_s"], "layer_gemm": c["layer_gemm_s"],
+        "layer_recompute": c["layer_recompute_s"]}
     if ctx.experts is not None:
         full_arrays.update({
             "edp": x.edp, "expert_params": mem["expert_params_per_gpu"],
@@ -1015,6 +1120,8 @@ def _dp_full(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
     rest = np.maximum(a["params"] - layers * layer_params, 0.0)
     rest_s = (sharded("all_gather", rest * rec.param_gather)
               + sharded("reduce_scatter", rest * rec.grad_comm))
+    if fw.zero3_blocking_fetch and expert is None:
+        return a["micro_batches"] * (_dp_tensor_chain(ctx, a, sharded) + rest_s)
     gathers_back = np.where(a["pp"] > 1, 0.0, 1.0)  # resharded after forward only without PP
     c_f = per_layer / 3
     c_b = per_layer * 2 / 3
