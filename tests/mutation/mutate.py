@@ -44,6 +44,7 @@ source_paths = ["src"]
 only_mutate = {only_mutate}
 also_copy = ["data"]
 pytest_add_cli_args_test_selection = {tests}
+pytest_add_cli_args = {deselect}
 do_not_mutate_patterns = {patterns}
 """
 
@@ -55,7 +56,7 @@ MESSAGE_LINES = (r"\bcheck_\w+\(", r"raise \w+\(", r'^\s*f?"[^"]*"\s*\)*,?\s*$')
 
 
 def load_targets() -> dict[str, dict[str, list[str]]]:
-    """The module -> (source files, test files) map of ``targets.toml``."""
+    """The module -> (source files, test files, tests deselected) map of ``targets.toml``."""
     return tomllib.loads((HERE / "targets.toml").read_text(encoding="utf-8"))
 
 
@@ -89,8 +90,11 @@ def prepare(module: str, target: dict[str, list[str]],
     tests = [f"tests/unit/{name}" for name in target["tests"]
              if (ROOT / "tests" / "unit" / name).exists()]
     only = [f"src/{pattern}" for pattern in target["source"]]
+    deselect = [arg for test in target.get("deselect", [])
+                for arg in ("--deselect", f"tests/unit/{test}")]
     (work / "pyproject.toml").write_text(
         PYPROJECT.format(only_mutate=json.dumps(only), tests=json.dumps(tests),
+                         deselect=json.dumps(deselect),
                          patterns=json.dumps([] if messages else list(MESSAGE_LINES))),
         encoding="utf-8")
     return work, tests
