@@ -1,0 +1,176 @@
+"""The planner's step model on a measured α-β network, checked term by term by hand.
+
+The layout is Narayanan et al. 2021's GPT-3 175B row of Table 1 (t = 8, p = 16, 1,536 A100s,
+batch 1,536, micro-batch 1) under Megatron-LM as published (nothing overlapped, full
+recomputation, no sequence parallelism). The network is given as measured α-β pairs, so
+every collective is priced by the textbook ring formulas, which the tests write out:
+a ring all-reduce over ``n`` GPUs takes ``2(n-1) α + 2(n-1)/n · S/B`` (Patarasuk and Yuan
+2009), reduce-scatter and all-gather half of that. Every expected value below is computed
+here from the model's shape (GPT-3: 96 layers, h = 12,288, 96 heads, s = 2,048,
+V = 50,257, tied embeddings), the A100's datasheet (312 TFLOP/s BF16, 2,039 GB/s) and the
+calibration's formulas (``η(x) = η_max x/(x + x_half)``), never from the planner's output.
+"""
+
+import pytest
+from scaleout import plan
+from scaleout.collectives import AlphaBeta, NodeNetwork
+
+L, H, HEADS, S, V = 96, 12288, 96, 2048, 50257
+LAYER_PARAMS = 12 * H * H + 13 * H  # GPT-3's layer: QKV, projection, 4h MLP, biases, norms
+PEAK, HBM = 312e12, 2039e9          # A100 SXM4 80GB datasheet: BF16 dense, HBM2e
+#: a made-up measured network: NVLink-like inside a node, a slower port between nodes
+A_IN, B_IN, A_OUT, B_OUT = 2e-6, 300e9, 5e-6, 25e9
+NET = NodeNetwork(intra=AlphaBeta(A_IN, B_IN), inter=AlphaBeta(A_OUT, B_OUT), gpus_per_node=8)
+EFF = 0.5  # the calibration's share of line rate, chosen so a wrong share shows
+CAL = plan.Calibration(collective_efficiency=EFF)
+
+
+def ring_all_reduce(n: int, size: float, alpha: float, bw: float) -> float:
+    """Patarasuk and Yuan's bandwidth-optimal ring: 2(n-1) steps, 2(n-1)/n of the data."""
+    return 0.0 if n == 1 else 2 * (n - 1) * alpha + 2 * (n - 1) / n * size / bw
+
+
+def ring_half(n: int, size: float, alpha: float, bw: float) -> float:
+    """Reduce-scatter or all-gather on a ring: n-1 steps, (n-1)/n of the data."""
+    return 0.0 if n == 1 else (n - 1) * alpha + (n - 1) / n * size / bw
+
+
+def _evaluate(tp=8, pp=16, dp=12, b=1, v=1, recompute="full", batch=1536, **kw):
+    return plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=tp, pp=pp, dp=dp, micro_batch=b, global_batch=batch, interleave=v, sp=False,
+        recompute=recompute), NET, calibration=CAL, framework="megatron-lm-2021", **kw)
+
+
+def _layer_forward_s(tp: int, b: int) -> float:
+    """One layer's forward on one GPU for one micro-batch: its matrices (2 FLOPs per parameter
+    and token) and attention's two products (4 s h per token) at η(min(h/t, b s)) × peak,
+    plus the memory-bound work, κ = 8 times the 16-bit activations Korthikanti et al. Table 2
+    stores without sequence parallelism, sbh (10 + 24/t + 5as/(ht)), over a third of the
+    forward-and-backward traffic."""
+    tokens = b * S
+    x = min(H / tp, tokens)
+    rate = 0.74 * x / (x + 50.0) * PEAK
+    matrices = 2 * tokens * LAYER_PARAMS / tp / rate
+    attention = tokens * 4 * S * H / tp / rate
+    stored = S * b * H * (10 + 24 / tp + 5 * HEADS * S / (H * tp))
+    return matrices + attention + 8.0 * stored / HBM / 3
+
+
+def _head_s(tp: int, b: int) -> float:
+    """The output layer's forward and backward (2 + 4 FLOPs per weight and token)."""
+    tokens = b * S
+    x = min(H / tp, tokens)
+    return 3 * 2 * tokens * V * H / tp / (0.74 * x / (x + 50.0) * PEAK)
+
+
+@pytest.mark.parametrize(("recompute", "calls"), [("full", 6), ("selective", 4), ("none", 4)])
+def test_tensor_parallel_all_reduces_are_rings_of_2bsh_bytes(recompute, calls):
+    """Four all-reduces of 2bsh bytes per layer and micro-batch (six with full recomputation),
+    over the 8 GPUs of a node, for the busiest stage's 6 layers and the 128 micro-batches."""
+    result = _evaluate(recompute=recompute)
+    one = ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    assert result.step["tp_comm"] == pytest.approx(128 * 6 * calls * one, rel=1e-12)
+
+
+@pytest.mark.parametrize(("tp", "pp", "dp", "v", "alpha", "bw"), [
+    (8, 16, 12, 1, A_OUT, B_OUT),   # a stage fills whole nodes: its neighbour is on another
+    (8, 16, 12, 2, A_OUT, B_OUT),   # two chunks per GPU: twice the sends
+    (2, 4, 2, 1, A_IN, B_IN),       # tp × dp = 4 GPUs: consecutive stages share a node
+])
+def test_pipeline_sends_are_2bsh_over_t_twice_per_micro_batch_and_chunk(tp, pp, dp, v, alpha,
+                                                                        bw):
+    """Scatter/gather sends (Narayanan Sec. 4.1): 2bsh/t bytes, a forward and a backward one
+    per micro-batch and model chunk, all on the critical path in Megatron-LM 2021."""
+    m = 1536 // dp
+    result = _evaluate(tp=tp, pp=pp, dp=dp, v=v)
+    hand = 2 * v * m * (alpha + 2 * S * H / tp / (bw * EFF))
+    assert result.step["p2p"] == pytest.approx(hand, rel=1e-12)
+
+
+def test_without_pipelining_nothing_is_sent():
+    result = plan.evaluate("megatron-7.5b", "A100", plan.Plan(tp=8, pp=1, dp=2, micro_batch=1,
+                                                              global_batch=32), NET,
+                           calibration=CAL, framework="megatron-lm-2021")
+    assert result.step["p2p"] == 0.0 and result.step["bubble"] == 0.0
+
+
+def test_gradient_all_reduce_is_a_flat_ring_when_tensor_parallelism_fills_the_node():
+    """t = 8 fills each node, so the 12 data-parallel ranks of a stage sit on 12 nodes: one ring
+    over the network of the first stage's gradients (2 bytes each: its 6 layers, the word and
+    position embeddings, over t), after the last backward pass."""
+    params = (6 * LAYER_PARAMS + V * H + S * H) / 8
+    result = _evaluate()
+    assert result.step["dp_comm"] == pytest.approx(
+        ring_all_reduce(12, 2 * params, A_OUT, B_OUT * EFF), rel=1e-12)
+
+
+def test_gradient_all_reduce_is_hierarchical_over_the_ranks_a_node_holds():
+    """t = 2 leaves room for 4 data-parallel ranks per node: reduce-scatter among them, an
+    all-reduce of a quarter across the 12 nodes (48 / 4), all-gather (Thakur et al. 2005)."""
+    params = (6 * LAYER_PARAMS + V * H + S * H) / 2
+    grads = 2 * params
+    hand = (ring_half(4, grads, A_IN, B_IN * EFF)
+            + ring_all_reduce(12, grads / 4, A_OUT, B_OUT * EFF)
+            + ring_half(4, grads, A_IN, B_IN * EFF))
+    result = _evaluate(tp=2, pp=16, dp=48)
+    assert result.step["dp_comm"] == pytest.approx(hand, rel=1e-12)
+
+
+def test_compute_recompute_and_bubble_by_hand():
+    """The last stage (6 layers and the output layer) is the busiest: per micro-batch a
+    forward, a backward of twice its FLOPs, a full recomputation of the layers' forward;
+    the bubble is (p - 1) of an average stage's micro-batch time (Narayanan Sec. 2.2)."""
+    result = _evaluate()
+    fwd, head = _layer_forward_s(8, 1), _head_s(8, 1)
+    m = 128
+    assert result.step["forward"] == pytest.approx(m * (6 * fwd + head / 3), rel=1e-9)
+    assert result.step["backward"] == pytest.approx(m * (12 * fwd + 2 * head / 3), rel=1e-9)
+    assert result.step["recompute"] == pytest.approx(m * 6 * fwd, rel=1e-9)
+    tp_layer = 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    average = (L * (3 * fwd + fwd + tp_layer) + head) / 16
+    assert result.step["bubble"] == pytest.approx(15 * average, rel=1e-9)
+    interleaved = _evaluate(v=2)
+    assert interleaved.step["bubble"] == pytest.approx(15 / 2 * average, rel=1e-9)
+
+
+def test_selective_recomputation_repeats_attention_and_its_score_bytes():
+    """Korthikanti et al. Sec. 5: selective recomputation repeats attention's two products
+    (4 b s² h FLOPs) and the memory-bound work on its 5 a s² b stored bytes."""
+    result = _evaluate(recompute="selective")
+    x = min(H / 8, S)
+    rate = 0.74 * x / (x + 50.0) * PEAK
+    per_layer = S * 4 * S * H / 8 / rate + 8.0 * 5 * HEADS * S * S / 8 / HBM / 3
+    assert result.step["recompute"] == pytest.approx(128 * 6 * per_layer, rel=1e-9)
+    assert _evaluate(recompute="none").step["recompute"] == 0.0
+
+
+def test_stage_memory_by_hand():
+    """ZeRO-less mixed precision: 2 + 2 + 12 bytes per parameter; full recomputation keeps each
+    layer's 2sbh-byte input for every micro-batch in flight (p - i on stage i under 1F1B);
+    the first stage holds the embeddings, the last a copy of the tied output layer, the final
+    norm and the loss's fp32 logits (2 × 4 × b s V/t); every GPU 1.75 GiB besides and 5% of
+    what it holds."""
+    result = _evaluate()
+    first = (6 * LAYER_PARAMS + V * H + S * H) / 8
+    last = (6 * LAYER_PARAMS + V * H + H + H) / 8
+    gib = 2**30
+    for stage in result.stages:
+        params = first if stage.stage == 0 else last if stage.stage == 15 else (
+            6 * LAYER_PARAMS / 8)
+        assert stage.layers == 6
+        assert stage.params == pytest.approx(params, rel=1e-12)
+        assert (stage.weights_bytes, stage.grads_bytes, stage.optimizer_bytes) == \
+            pytest.approx((2 * params, 2 * params, 12 * params), rel=1e-12)
+        assert stage.in_flight == 16 - stage.stage
+        assert stage.activations_bytes == pytest.approx(2 * S * H * 6 * (16 - stage.stage),
+                                                        rel=1e-12)
+        held = 16 * params + stage.activations_bytes
+        logits = 8 * S * V / 8 if stage.stage == 15 else 0.0
+        assert stage.reserve_bytes == pytest.approx(1.75 * gib + 0.05 * held + logits,
+                                                    rel=1e-12)
+        assert (stage.embedding, stage.output) == (stage.stage == 0, stage.stage == 15)
+    assert result.memory == result.stages[0].parts()
+    assert result.stage_memory_bytes["first"] == pytest.approx(result.stages[0].total_bytes,
+                                                               rel=1e-12)
+    assert result.stage_memory_bytes["last"] == pytest.approx(result.stages[15].total_bytes,
+                                                              rel=1e-12)
