@@ -174,3 +174,72 @@ def test_stage_memory_by_hand():
                                                                rel=1e-12)
     assert result.stage_memory_bytes["last"] == pytest.approx(result.stages[15].total_bytes,
                                                               rel=1e-12)
+
+
+#: Megatron-Core with every overlap turned off: its collectives in buckets, nothing hidden
+MCORE_PLAIN = {"framework": "megatron-core",
+               "switches": {"grad_overlap": False, "param_gather_overlap": False,
+                            "tp_overlap": False, "p2p_overlap": False}}
+BUCKET = 40e6 * 4  # Megatron-Core's bucket: 40 million fp32 gradients
+
+
+def test_zero1_reduce_scatters_and_gathers_in_buckets_each_paying_its_latency():
+    """The distributed optimizer (ZeRO-1): the first stage's gradients reduce-scattered and its
+    updated weights all-gathered over the 12 data-parallel ranks, a flat ring across nodes,
+    in ceil(bytes / bucket) calls, each paying the ring's 11 latencies; the optimizer state
+    (12 bytes a parameter) sharded 12 ways."""
+    params = (6 * LAYER_PARAMS + V * H + S * H) / 8
+    k = -(-2 * params // BUCKET)  # ceil
+    assert k == 18  # 2.88 GB in 160 MB buckets
+    one_way = k * 11 * A_OUT + 11 / 12 * 2 * params / (B_OUT * EFF)
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=8, pp=16, dp=12, micro_batch=1, global_batch=1536, sp=False, recompute="full",
+        zero_stage=1), NET, calibration=CAL, **MCORE_PLAIN)
+    assert result.step["dp_comm"] == pytest.approx(2 * one_way, rel=1e-12)
+    first = result.stages[0]
+    assert (first.weights_bytes, first.grads_bytes, first.optimizer_bytes) == pytest.approx(
+        (2 * params, 2 * params, 12 * params / 12), rel=1e-12)
+
+
+def test_zero3_gathers_every_layer_for_forward_and_backward_one_ahead():
+    """ZeRO-3 without pipelining (FSDP-style, one unit per layer, the next one prefetched):
+    per micro-batch each of the 96 layers' weights are all-gathered before its forward and
+    again before its backward, its gradients reduce-scattered after it; a gather hides behind
+    the previous unit's compute where it is shorter, so a pass over U units takes
+    ``c + (U - 1) max(compute, comm) + compute``; the embeddings and final norm are one more
+    gather and reduce-scatter. Every GPU also keeps two layers gathered whole."""
+    dp, m = 192, 8
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=8, pp=1, dp=dp, micro_batch=1, global_batch=1536, sp=False, recompute="full",
+        zero_stage=3), NET, calibration=CAL, **MCORE_PLAIN)
+    layer = LAYER_PARAMS / 8
+    rest = (V * H + S * H + 2 * H) / 8
+    gather = ring_half(dp, 2 * layer, A_OUT, B_OUT * EFF)
+    scatter = ring_half(dp, 2 * layer, A_OUT, B_OUT * EFF)
+    fwd = _layer_forward_s(8, 1)
+    per_layer = 3 * fwd + fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    c_f, c_b = per_layer / 3, 2 * per_layer / 3
+    forward = gather + 95 * max(c_f, gather) + c_f
+    backward = (gather + scatter) + 95 * max(c_b, gather + scatter) + c_b
+    rest_s = 2 * ring_half(dp, 2 * rest, A_OUT, B_OUT * EFF)
+    hand = m * (forward + backward - 96 * (c_f + c_b) + rest_s)
+    assert result.step["dp_comm"] == pytest.approx(hand, rel=1e-9)
+    params = 96 * layer + rest
+    only = result.stages[0]
+    assert (only.weights_bytes, only.grads_bytes, only.optimizer_bytes) == pytest.approx(
+        (2 * params / dp, 2 * params / dp, 12 * params / dp), rel=1e-12)
+    held = 16 * params / dp + only.activations_bytes
+    logits = 8 * S * V / 8
+    assert only.reserve_bytes == pytest.approx(
+        1.75 * 2**30 + 0.05 * held + logits + 2 * 2 * layer, rel=1e-12)
+    assert result.step["optimizer"] == pytest.approx(params * 28 / dp / HBM, rel=1e-12)
+
+
+def test_zero2_shards_gradients_and_optimizer_but_not_weights():
+    """ZeRO-2 (PyTorch FSDP's SHARD_GRAD_OP, no pipelining): 2Ψ + 14Ψ/N_d (ZeRO Sec. 5.2)."""
+    result = plan.evaluate("megatron-7.5b", "A100", plan.Plan(
+        tp=8, pp=1, dp=4, micro_batch=1, global_batch=32, zero_stage=2), NET,
+        calibration=CAL, framework="pytorch-fsdp")
+    w = result.memory["weights"]
+    assert result.memory["grads"] == pytest.approx(w / 4, rel=1e-12)
+    assert result.memory["optimizer"] == pytest.approx(6 * w / 4, rel=1e-12)
