@@ -243,3 +243,32 @@ def test_zero2_shards_gradients_and_optimizer_but_not_weights():
     w = result.memory["weights"]
     assert result.memory["grads"] == pytest.approx(w / 4, rel=1e-12)
     assert result.memory["optimizer"] == pytest.approx(6 * w / 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("pp", [5, 7, 9])
+def test_uneven_split_is_the_fastest_whole_layer_split_of_a_plain_search(pp):
+    """96 layers on a pp that does not divide them: the last stage takes L layers and the
+    output layer, the others ceil((96 - L)/(pp - 1)) each at most, earlier stages full. The
+    planner's split must be as fast as the best a plain loop over every L finds (the busiest
+    stage's micro-batch time; several L may tie), with the earlier stages full; the bubble is
+    still (pp - 1) of an average stage."""
+    result = _evaluate(tp=8, pp=pp, dp=1, batch=64, recompute="full")
+    fwd, head = _layer_forward_s(8, 1), _head_s(8, 1)
+    per_layer = 4 * fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+
+    def busiest(last):
+        return max(-(-(L - last) // (pp - 1)) * per_layer, last * per_layer + head)
+
+    best = min(busiest(last) for last in range(L - (pp - 1) + 1))
+    counts = [stage.layers for stage in result.stages]
+    last = counts[-1]
+    assert busiest(last) == pytest.approx(best, rel=1e-12)
+    k, rest = -(-(L - last) // (pp - 1)), L - last
+    full = rest - (pp - 1) * (k - 1)  # stages with k layers, the others k - 1
+    assert counts == [k] * full + [k - 1] * (pp - 1 - full) + [last]
+    m = 64
+    busy_layers, busy_head = (last, 1.0) if last * per_layer + head >= k * per_layer else (k, 0.0)
+    assert result.step["forward"] == pytest.approx(
+        m * (busy_layers * fwd + busy_head * head / 3), rel=1e-9)
+    assert result.step["bubble"] == pytest.approx((pp - 1) * (L * per_layer + head) / pp,
+                                                  rel=1e-9)
