@@ -272,3 +272,54 @@ def test_uneven_split_is_the_fastest_whole_layer_split_of_a_plain_search(pp):
         m * (busy_layers * fwd + busy_head * head / 3), rel=1e-9)
     assert result.step["bubble"] == pytest.approx((pp - 1) * (L * per_layer + head) / pp,
                                                   rel=1e-9)
+
+
+@pytest.mark.parametrize(("recompute", "extra"), [("none", 0), ("selective", 1), ("full", 2)])
+def test_throughput_mfu_hfu_and_megatron_flops_by_hand(recompute, extra):
+    """Tokens/s is B s over the step; model FLOPs 6N + 12 l h s per token (PaLM App. B, N
+    every parameter, embeddings once); hardware FLOPs add attention's forward products again
+    under selective recomputation and a whole forward pass under full; Megatron's Eq. 3
+    counts 96 B s l h² (1 + s/6h + V/16lh) per iteration whatever the recomputation; a
+    training budget in tokens gives days and GPU-hours."""
+    result = _evaluate(recompute=recompute, tokens=300e9)
+    n, step = 1536, result.step_s
+    params = L * LAYER_PARAMS + V * H + S * H + 2 * H
+    assert step == pytest.approx(sum(result.step.values()), rel=1e-12)
+    assert result.tokens_per_s == pytest.approx(1536 * S / step, rel=1e-12)
+    model = 1536 * S * (6 * params + 12 * L * H * S)
+    hardware = model + {0: 0.0, 1: 1536 * S * 4 * L * H * S,
+                        2: 1536 * S * (2 * params + 4 * L * H * S)}[extra]
+    assert result.mfu == pytest.approx(model / (step * n * PEAK), rel=1e-12)
+    assert result.hfu == pytest.approx(hardware / (step * n * PEAK), rel=1e-12)
+    assert result.model_tflops_per_gpu == pytest.approx(model / (step * n) / 1e12, rel=1e-12)
+    assert result.hardware_tflops_per_gpu == pytest.approx(hardware / (step * n) / 1e12,
+                                                           rel=1e-12)
+    megatron = 96 * 1536 * S * L * H * H * (1 + S / (6 * H) + V / (16 * L * H))
+    assert result.megatron_tflops_per_gpu == pytest.approx(megatron / (step * n) / 1e12,
+                                                           rel=1e-12)
+    seconds = 300e9 / (1536 * S / step)
+    assert result.training_days == pytest.approx(seconds / 86400, rel=1e-12)
+    assert result.gpu_hours == pytest.approx(seconds * n / 3600, rel=1e-12)
+
+
+def test_fit_headroom_shortfall_and_tight_by_hand():
+    """The first stage holds the most: below 80 GiB it fits, with the rest as headroom; the
+    same layout on 16 stages fits where it would not on 4 (four times the layers per GPU)."""
+    gib = 2**30
+    fits = _evaluate()
+    total = sum(fits.memory.values())
+    assert fits.memory_bytes == pytest.approx(total, rel=1e-12)
+    assert fits.capacity_bytes == 80 * gib
+    assert fits.fits and fits.shortfall_gib == 0.0
+    assert fits.headroom_gib == pytest.approx((80 * gib - total) / gib, rel=1e-12)
+    assert total < 0.9 * 80 * gib and not fits.tight
+    assert fits.largest_stage == fits.stages[0]
+    shown = fits.memory_gib()
+    assert shown["total"] == pytest.approx(total / gib, rel=1e-12)
+    assert shown["capacity"] == 80.0
+    assert shown["weights"] == pytest.approx(fits.memory["weights"] / gib, rel=1e-12)
+    over = _evaluate(pp=4, dp=48)
+    o_total = sum(over.memory.values())
+    assert o_total > 80 * gib and not over.fits and over.tight
+    assert over.shortfall_gib == pytest.approx((o_total - 80 * gib) / gib, rel=1e-12)
+    assert over.headroom_gib == pytest.approx(-over.shortfall_gib, rel=1e-12)
