@@ -323,3 +323,37 @@ def test_fit_headroom_shortfall_and_tight_by_hand():
     assert o_total > 80 * gib and not over.fits and over.tight
     assert over.shortfall_gib == pytest.approx((o_total - 80 * gib) / gib, rel=1e-12)
     assert over.headroom_gib == pytest.approx(-over.shortfall_gib, rel=1e-12)
+
+
+def test_data_parallel_ranks_per_node_are_the_largest_divisor_that_fits():
+    """A plain loop: the most ranks of a data-parallel group of ``dp`` one node can hold
+    (``room``) that still split the group into whole per-node parts."""
+    from scaleout.plan.network import dp_ranks_per_node
+
+    dps = [1, 2, 3, 4, 6, 7, 8, 12, 16, 18, 48, 96, 100, 1024]
+    rooms = [1, 2, 3, 4, 8, 9, 72]
+    grid = [(d, r) for d in dps for r in rooms]
+    got = dp_ranks_per_node([d for d, _ in grid], [r for _, r in grid])
+    for (d, r), k in zip(grid, got.tolist(), strict=True):
+        best = 1
+        for c in range(1, d + 1):
+            if d % c == 0 and c <= r:
+                best = c
+        assert k == best, (d, r)
+    assert dp_ranks_per_node([[12, 18], [48, 7]], 4).tolist() == [[4, 3], [4, 1]]
+
+
+def test_collectives_of_a_group_within_one_node_use_the_node_link_alone():
+    """tp = 2, dp = 4, pp = 1 on one 8-GPU node: the gradient all-reduce is one ring over
+    the 4 data-parallel ranks on the node's link (no network), and it runs even with one
+    micro-batch per replica."""
+    result = plan.evaluate("megatron-7.5b", "A100", plan.Plan(tp=2, pp=1, dp=4, micro_batch=1,
+                                                              global_batch=4, sp=False), NET,
+                           calibration=CAL, framework="megatron-lm-2021")
+    params = result.memory["weights"] / 2
+    assert result.step["dp_comm"] == pytest.approx(
+        ring_all_reduce(4, 2 * params, A_IN, B_IN * EFF), rel=1e-12)
+    alone = plan.evaluate("megatron-7.5b", "A100", plan.Plan(tp=8, pp=1, dp=1, micro_batch=1,
+                                                             global_batch=4, sp=False), NET,
+                          calibration=CAL, framework="megatron-lm-2021")
+    assert alone.step["dp_comm"] == 0.0
