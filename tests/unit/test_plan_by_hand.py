@@ -357,3 +357,31 @@ def test_collectives_of_a_group_within_one_node_use_the_node_link_alone():
                                                              global_batch=4, sp=False), NET,
                           calibration=CAL, framework="megatron-lm-2021")
     assert alone.step["dp_comm"] == 0.0
+
+
+def test_preset_rows_say_each_presets_switches_in_words():
+    """The table of presets (notebook 08), read against the presets' documented switches."""
+    from scaleout.plan.frameworks import preset_rows
+
+    rows = {r["preset"]: r for r in preset_rows()}
+    assert rows["megatron-lm-2021"] == {
+        "preset": "megatron-lm-2021", "framework": "Megatron-LM as published in 2021-22",
+        "collectives": "NCCL, topology-aware", "gradients": "one call", "overlapped": "nothing",
+        "ZeRO-3 gathers": "—", "ZeRO stages": "0", "with pipelining": "no ZeRO",
+        "hybrid sharding": "no", "context parallel": "no", "expert parallel": "no",
+        "schedule": "1F1B"}
+    ds = rows["deepspeed-2021"]  # buckets of 5e8 two-byte gradients: 1e9 B = 954 MiB
+    assert (ds["collectives"], ds["gradients"], ds["overlapped"], ds["ZeRO-3 gathers"],
+            ds["ZeRO stages"], ds["with pipelining"]) == (
+        "NCCL, flat rings across nodes", "buckets of 954 MiB", "gradient reduction",
+        "per tensor, 1 ahead", "0, 1, 2, 3", "up to ZeRO-1")
+    mc = rows["megatron-core"]  # 40 million fp32 gradients: 160e6 B = 153 MiB
+    assert (mc["gradients"], mc["overlapped"], mc["ZeRO-3 gathers"], mc["hybrid sharding"],
+            mc["context parallel"], mc["expert parallel"]) == (
+        "buckets of 153 MiB",
+        "gradient reduction, ZeRO-1/2 weight gather, tensor-parallel, pipeline sends",
+        "per layer, 1 ahead", "yes", "ring", "yes")
+    hai = rows["deepseek-hai-llm"]
+    assert (hai["overlapped"], hai["schedule"], hai["ZeRO-3 gathers"]) == (
+        "pipeline sends, MoE all-to-all", "DualPipe", "—")
+    assert rows["torchtitan"]["with pipelining"] == "up to ZeRO-3"
