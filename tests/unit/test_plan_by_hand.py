@@ -11,6 +11,7 @@ V = 50,257, tied embeddings), the A100's datasheet (312 TFLOP/s BF16, 2,039 GB/s
 calibration's formulas (``η(x) = η_max x/(x + x_half)``), never from the planner's output.
 """
 
+import numpy as np
 import pytest
 from scaleout import plan
 from scaleout.collectives import AlphaBeta, NodeNetwork
@@ -385,3 +386,30 @@ def test_preset_rows_say_each_presets_switches_in_words():
     assert (hai["overlapped"], hai["schedule"], hai["ZeRO-3 gathers"]) == (
         "pipeline sends, MoE all-to-all", "DualPipe", "—")
     assert rows["torchtitan"]["with pipelining"] == "up to ZeRO-3"
+
+
+@pytest.mark.parametrize("intra_hw", ["nvlink", "pci"])
+@pytest.mark.parametrize(("op", "n", "per_node"), [
+    ("all_reduce", 64, 8), ("reduce_scatter", 16, 4), ("all_gather", 8, 8), ("all_reduce", 4, 1)])
+def test_one_collective_costs_what_the_array_form_gives(intra_hw, op, n, per_node):
+    """``CollectiveModel.time`` (one group) and ``.seconds`` (many plans at once) are two ways
+    to ask NCCL's model the same question: they agree for each op, group, node share and
+    intra-node hardware, with the default node aggregation and without."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+    from scaleout.plan.network import collective_model, derated_links
+
+    net = NodeNetwork("NVLink 3", "InfiniBand HDR", 8)
+    cm = replace(collective_model(net, derated_links(net, 0.9), catalog.gpu("A100"), True),
+                 intra_hw=intra_hw)
+    assert cm.nccl
+    sizes = np.array([1e3, 1e6, 1e9])
+    ones = np.ones(3, dtype=np.int64)
+    for aggregate in (True, False):
+        many = cm.seconds(op, sizes, n * ones, per_node * ones, node_aggregate=aggregate)
+        assert cm.time(op, sizes, n, per_node, node_aggregate=aggregate) == pytest.approx(
+            many, rel=1e-12)
+    assert cm.time(op, sizes, n, per_node) == pytest.approx(
+        cm.seconds(op, sizes, n * ones, per_node * ones), rel=1e-12)
+    assert cm.time(op, sizes, 1, 1).tolist() == [0.0, 0.0, 0.0]
