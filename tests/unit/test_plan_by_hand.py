@@ -413,3 +413,45 @@ def test_one_collective_costs_what_the_array_form_gives(intra_hw, op, n, per_nod
     assert cm.time(op, sizes, n, per_node) == pytest.approx(
         cm.seconds(op, sizes, n * ones, per_node * ones), rel=1e-12)
     assert cm.time(op, sizes, 1, 1).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.fixture(scope="module")
+def small_search():
+    """Megatron 7.5B on 32 A100s (4 nodes of 8) under Megatron-LM 2021: a few hundred plans."""
+    return plan.search("megatron-7.5b", "A100", 32, 64, NET, calibration=CAL,
+                       framework="megatron-lm-2021", max_micro_batch=2, max_interleave=2)
+
+
+def test_search_rows_are_the_evaluated_plans_and_shares_count_them(small_search):
+    """Each of the top rows is its plan evaluated in full (memory in GiB, recomputation,
+    step, the gap to the fastest in percent), and ``share_where`` counts, among the top
+    plans, those with TP inside a node and with PP and DP above one, as a plain loop does."""
+    rows = small_search.top(12)
+    assert [r["rank"] for r in rows] == list(range(1, 13))
+    for r in rows:
+        result = small_search.result(r["rank"] - 1)
+        p = result.plan
+        assert (r["tp"], r["pp"], r["dp"], r["micro_batch"], r["interleave"], r["zero_stage"],
+                r["sp"], r["recompute"], r["cp"], r["ep"]) == (
+            p.tp, p.pp, p.dp, p.micro_batch, p.interleave, p.zero_stage, p.sp, p.recompute,
+            p.cp, p.ep)
+        assert r["plan"] == p.label
+        assert r["memory_gib"] == pytest.approx(result.memory_bytes / 2**30, rel=1e-9)
+        assert r["step_s"] == pytest.approx(result.step_s, rel=1e-9)
+        assert r["tokens_per_s"] == pytest.approx(result.tokens_per_s, rel=1e-9)
+        assert r["mfu_pct"] == pytest.approx(100 * result.mfu, rel=1e-9)
+        assert r["slower_pct"] == pytest.approx(100 * (r["step_s"] / rows[0]["step_s"] - 1),
+                                                rel=1e-9, abs=1e-9)
+    every = small_search.top(small_search.n_fit)
+    assert len({r["recompute"] for r in every}) > 1
+    assert {r["tp"] for r in every} >= {1, 8} and {r["dp"] for r in every} >= {1, 2}
+    for k in (1, 5, 12, small_search.n_fit):
+        top = every[:k]
+        shares = small_search.share_where(k)
+        assert shares == {
+            "tp_within_node": sum(r["tp"] <= 8 for r in top) / k,
+            "pp_over_1": sum(r["pp"] > 1 for r in top) / k,
+            "dp_over_1": sum(r["dp"] > 1 for r in top) / k}
+    pp_shares = {small_search.share_where(k)["pp_over_1"] for k in range(1, 13)}
+    dp_shares = {small_search.share_where(k)["dp_over_1"] for k in range(1, 13)}
+    assert pp_shares - {0.0, 1.0} or dp_shares - {0.0, 1.0}  # the shares are not all trivial
