@@ -455,3 +455,18 @@ def test_search_rows_are_the_evaluated_plans_and_shares_count_them(small_search)
     pp_shares = {small_search.share_where(k)["pp_over_1"] for k in range(1, 13)}
     dp_shares = {small_search.share_where(k)["dp_over_1"] for k in range(1, 13)}
     assert pp_shares - {0.0, 1.0} or dp_shares - {0.0, 1.0}  # the shares are not all trivial
+
+
+def test_no_valid_layout_names_each_rule_and_the_splits_it_removed():
+    """7 GPUs split three ways: 7-way DP breaks the batch of 64, 7-way TP the 32 heads, 7-way
+    PP the 36 layers (uneven stages refused); the message counts one of three for each and
+    says what to try."""
+    with pytest.raises(plan.NoPlanError) as err:
+        plan.search("megatron-7.5b", "A100", 7, 64, uneven_layers=False)
+    assert str(err.value) == (
+        "no layout of n_gpus=7 is valid for megatron-7.5b with global_batch=64: of the 3 ways "
+        "to split 7 GPUs into TP × PP × DP, the data-parallel size n/(tp·pp) must divide "
+        "global_batch=64 (1 of 3); tensor-parallel sizes must divide the 32 heads (1 of 3); "
+        "pipeline sizes must divide the 36 layers (1 of 3). Try a GPU count with more small "
+        "factors (a multiple of 8) or a global batch divisible by it.")
+    assert err.value.closest is None
