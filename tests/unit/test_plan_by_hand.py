@@ -472,23 +472,25 @@ def test_no_valid_layout_names_each_rule_and_the_splits_it_removed():
     assert err.value.closest is None
 
 
-@pytest.mark.parametrize("sp", [False, True])
-def test_recomputed_norms_free_their_outputs_and_cost_their_traffic(sp):
+@pytest.mark.parametrize(("sp", "recipe", "stored"), [
+    (False, "mixed-adam", 2), (True, "mixed-adam", 2), (True, "fp32-adam", 4)])
+def test_recomputed_norms_free_their_outputs_and_cost_their_traffic(sp, recipe, stored):
     """DeepSeek's HAI-LLM recomputes the normalisations (DeepSeek-V3 Sec. 3.2.3); on a dense
-    model that is all its recompute kinds change: the two norm outputs, 2 × 2sbh bytes
-    (split over t under sequence parallelism, Korthikanti Sec. 4.2.2), leave every stored
-    layer, and their forward traffic (κ = 8 times those bytes over three) joins the
-    recomputation. DualPipe on 2 stages: each GPU keeps pp + 1 = 3 micro-batches of the
-    48 layers its two stages hold on average, and runs 48 layers per micro-batch."""
+    model that is all its recompute kinds change: the two norm outputs, 2sbh values each
+    (split over t under sequence parallelism, Korthikanti Sec. 4.2.2) stored at the Linear
+    inputs' bytes (2, or 4 in fp32), leave every stored layer, and their forward traffic
+    (κ = 8 times their 16-bit bytes over three) joins the recomputation.
+    DualPipe on 2 stages: each GPU keeps pp + 1 = 3 micro-batches of the 48 layers its two
+    stages hold on average, and runs 48 layers per micro-batch."""
     from dataclasses import replace
 
     hai = plan.framework("deepseek-hai-llm")
     layout = plan.Plan(tp=8, pp=2, dp=1, micro_batch=1, global_batch=16, sp=sp,
                        recompute="selective")
-    runs = [plan.evaluate("gpt3-175b", "A100", layout, NET, calibration=CAL, framework=f)
-            for f in (hai, replace(hai, recompute_kinds=()))]
+    runs = [plan.evaluate("gpt3-175b", "A100", layout, NET, calibration=CAL, framework=f,
+                          recipe=recipe) for f in (hai, replace(hai, recompute_kinds=()))]
     norms = 4 * S * H / (8 if sp else 1)
     assert runs[1].memory["activations"] - runs[0].memory["activations"] == pytest.approx(
-        norms * 48 * 3, rel=1e-9)
+        norms * stored / 2 * 48 * 3, rel=1e-9)
     assert runs[0].step["recompute"] - runs[1].step["recompute"] == pytest.approx(
         16 * 48 * 8.0 * norms / HBM / 3, rel=1e-9)
