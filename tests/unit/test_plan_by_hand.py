@@ -494,3 +494,18 @@ def test_recomputed_norms_free_their_outputs_and_cost_their_traffic(sp, recipe, 
         norms * stored / 2 * 48 * 3, rel=1e-9)
     assert runs[0].step["recompute"] - runs[1].step["recompute"] == pytest.approx(
         16 * 48 * 8.0 * norms / HBM / 3, rel=1e-9)
+
+
+def test_a_plan_from_arrays_without_cp_ep_or_shards_keeps_them_at_their_defaults():
+    """Arrays that never varied context or expert parallelism, nor hybrid sharding (as a
+    search before those existed kept them), give plans with cp = ep = 1 and ZeRO over all
+    of dp."""
+    a = {"tp": [8, 2], "pp": [2, 1], "dp": [4, 16], "micro_batch": [1, 2],
+         "zero_stage": [1, 0], "sp": [True, False], "recompute": ["selective", "full"],
+         "interleave": [1, 1], "flash": [False, True]}
+    p = plan.plan_from_arrays(a, 0, global_batch=64)
+    assert (p.tp, p.pp, p.dp, p.micro_batch, p.zero_stage, p.sp, p.recompute, p.cp, p.ep,
+            p.shard_group) == (8, 2, 4, 1, 1, True, "selective", 1, 1, 4)
+    q = plan.plan_from_arrays(a, 1, global_batch=64, seq_len=4096)
+    assert (q.tp, q.dp, q.micro_batch, q.recompute, q.flash_attention, q.seq_len, q.cp,
+            q.ep) == (2, 16, 2, "full", True, 4096, 1, 1)
