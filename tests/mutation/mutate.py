@@ -55,6 +55,25 @@ do_not_mutate_patterns = {patterns}
 MESSAGE_LINES = (r"\bcheck_\w+\(", r"raise \w+\(", r'^\s*f?"[^"]*"\s*\)*,?\s*$')
 
 
+#: Appended to the scratch copy's ``tests/conftest.py``. mutmut runs each mutant's tests in a
+#: process forked from one that has already run the clean tests, so a ``functools`` cache
+#: filled there (``plan.network.linear_cost``, the planner's validation table) would answer
+#: for the mutated code: its mutants would survive without ever running. Each test session
+#: therefore starts with the library's caches empty.
+FRESH_CACHES = """
+
+def pytest_sessionstart(session):
+    \"\"\"Empty every functools cache of the library (added by tests/mutation/mutate.py).\"\"\"
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("scaleout") and module is not None:
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+"""
+
+
 def load_targets() -> dict[str, dict[str, list[str]]]:
     """The module -> (source files, test files, tests deselected) map of ``targets.toml``."""
     return tomllib.loads((HERE / "targets.toml").read_text(encoding="utf-8"))
@@ -87,6 +106,8 @@ def prepare(module: str, target: dict[str, list[str]],
     shutil.copytree(ROOT / "data", work / "data", ignore=IGNORE)
     shutil.copytree(ROOT / "tests" / "unit", work / "tests" / "unit", ignore=IGNORE)
     shutil.copy2(ROOT / "tests" / "conftest.py", work / "tests" / "conftest.py")
+    with (work / "tests" / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(FRESH_CACHES)
     tests = [f"tests/unit/{name}" for name in target["tests"]
              if (ROOT / "tests" / "unit" / name).exists()]
     only = [f"src/{pattern}" for pattern in target["source"]]
