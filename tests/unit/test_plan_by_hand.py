@@ -509,3 +509,16 @@ def test_a_plan_from_arrays_without_cp_ep_or_shards_keeps_them_at_their_defaults
     q = plan.plan_from_arrays(a, 1, global_batch=64, seq_len=4096)
     assert (q.tp, q.dp, q.micro_batch, q.recompute, q.flash_attention, q.seq_len, q.cp,
             q.ep) == (2, 16, 2, "full", True, 4096, 1, 1)
+
+
+def test_gradient_all_reduce_on_a_flat_network_is_one_ring_over_every_rank():
+    """The same 4 ranks per node as above, on a network that does not run collectives
+    hierarchically: one ring over all 48 ranks, paced by the network port."""
+    flat = NodeNetwork(intra=AlphaBeta(A_IN, B_IN), inter=AlphaBeta(A_OUT, B_OUT),
+                       gpus_per_node=8, hierarchical=False)
+    params = (6 * LAYER_PARAMS + V * H + S * H) / 2
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=2, pp=16, dp=48, micro_batch=1, global_batch=1536, sp=False, recompute="full"),
+        flat, calibration=CAL, framework="megatron-lm-2021")
+    assert result.step["dp_comm"] == pytest.approx(
+        ring_all_reduce(48, 2 * params, A_OUT, B_OUT * EFF), rel=1e-12)
