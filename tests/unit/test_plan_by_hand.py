@@ -530,3 +530,33 @@ def test_an_unknown_framework_name_suggests_the_close_preset():
         plan.framework("megatron-cor")
     with pytest.raises(ValueError, match=r"framework='zzz' is not a preset; presets: "):
         plan.framework("zzz")
+
+
+def test_a_multi_token_prediction_module_sits_on_the_last_stage():
+    """GPT-3 given one MTP module (DeepSeek-V3 Sec. 2.2: a transformer layer, a 2h × h
+    projection, one more pass through the shared output layer): the last stage holds
+    (12h² + 13h + 2h²)/t parameters and one layer of activations more, the first stage
+    nothing more; its forward runs the module's layer, the projection and the output layer
+    again on every micro-batch."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    layout = plan.Plan(tp=8, pp=16, dp=12, micro_batch=1, global_batch=1536, sp=False,
+                       recompute="full")
+    base, mtp = (plan.evaluate(m, "A100", layout, NET, calibration=CAL,
+                               framework="megatron-lm-2021")
+                 for m in (catalog.model("gpt3-175b"),
+                           replace(catalog.model("gpt3-175b"), mtp_layers=1)))
+    assert mtp.stages[-1].params - base.stages[-1].params == pytest.approx(
+        (LAYER_PARAMS + 2 * H * H) / 8, rel=1e-12)
+    assert (mtp.stages[-1].layers, base.stages[-1].layers) == (7, 6)
+    assert mtp.stages[-1].activations_bytes - base.stages[-1].activations_bytes == \
+        pytest.approx(2 * S * H, rel=1e-12)
+    assert mtp.stages[0].params == base.stages[0].params
+    fwd, head = _layer_forward_s(8, 1), _head_s(8, 1)
+    x = min(H / 8, S)
+    proj = 3 * 2 * S * 2 * H * H / 8 / (0.74 * x / (x + 50.0) * PEAK)
+    per_layer = 4 * fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    head_mtp = 2 * head + proj + per_layer
+    assert mtp.step["forward"] == pytest.approx(128 * (6 * fwd + head_mtp / 3), rel=1e-9)
