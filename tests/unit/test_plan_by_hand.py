@@ -560,3 +560,14 @@ def test_a_multi_token_prediction_module_sits_on_the_last_stage():
     per_layer = 4 * fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
     head_mtp = 2 * head + proj + per_layer
     assert mtp.step["forward"] == pytest.approx(128 * (6 * fwd + head_mtp / 3), rel=1e-9)
+
+
+@pytest.mark.parametrize("ep", [1, 8])
+def test_one_stage_of_a_mixture_of_experts_holds_all_but_the_other_experts_shards(ep):
+    """Qwen3-30B-A3B on one stage: every parameter (30.5 billion, the model card's total,
+    given to 0.05 billion) less the routed experts other GPUs of the expert group hold:
+    48 layers × 128 experts × 3 × 2048 × 768 (SwiGLU) routed parameters, 1/ep of them here."""
+    routed = 48 * 128 * 3 * 2048 * 768
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(tp=1, pp=1, dp=8, ep=ep,
+                                                              micro_batch=1, global_batch=8))
+    assert result.stages[0].params == pytest.approx(30.5e9 - routed + routed / ep, abs=0.05e9)
