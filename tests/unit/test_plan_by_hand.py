@@ -571,3 +571,20 @@ def test_one_stage_of_a_mixture_of_experts_holds_all_but_the_other_experts_shard
     result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(tp=1, pp=1, dp=8, ep=ep,
                                                               micro_batch=1, global_batch=8))
     assert result.stages[0].params == pytest.approx(30.5e9 - routed + routed / ep, abs=0.05e9)
+
+
+def test_a_mixture_of_experts_reduces_expert_gradients_over_their_copies_only():
+    """Qwen3-30B-A3B on 8 GPUs of one node, 4-way expert parallelism, plain data parallelism
+    (Megatron-Core with its overlaps off): the non-expert gradients are all-reduced over all 8
+    ranks, each expert's over the tp·dp/ep = 2 GPUs holding a copy of it, each in buckets of
+    160 MB that pay the ring's latencies (2 bytes a gradient)."""
+    routed = 48 * 128 * 3 * 2048 * 768 / 4  # the routed experts one GPU holds
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8), NET, calibration=CAL,
+        **MCORE_PLAIN)
+    dense = 2 * (result.stages[0].params - routed)
+    experts = 2 * routed
+    k_dense, k_experts = -(-dense // BUCKET), -(-experts // BUCKET)
+    bw = B_IN * EFF
+    hand = (k_dense * 14 * A_IN + 14 / 8 * dense / bw) + (k_experts * 2 * A_IN + experts / bw)
+    assert result.step["dp_comm"] == pytest.approx(hand, rel=1e-12)
