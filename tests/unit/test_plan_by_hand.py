@@ -588,3 +588,32 @@ def test_a_mixture_of_experts_reduces_expert_gradients_over_their_copies_only():
     bw = B_IN * EFF
     hand = (k_dense * 14 * A_IN + 14 / 8 * dense / bw) + (k_experts * 2 * A_IN + experts / bw)
     assert result.step["dp_comm"] == pytest.approx(hand, rel=1e-12)
+
+
+def test_zero3_of_a_mixture_of_experts_gathers_each_layers_experts_over_their_copies():
+    """ZeRO-3 of Qwen3-30B-A3B on one node (4-way expert parallelism, 8-way data parallelism)
+    on a network fast enough that every gather hides behind the unit before it: per
+    micro-batch only the first gather of each pass shows, with each layer's non-expert weights
+    gathered over the 8 ranks and its routed experts (1/48 of those a GPU holds) over their
+    2 copies, the gradients reduce-scattered the same way, and the embeddings, output layer and
+    final norm gathered and reduce-scattered once (2 bytes a value)."""
+    fast = NodeNetwork(intra=AlphaBeta(1e-9, 1e15), inter=AlphaBeta(1e-9, 1e15), gpus_per_node=8)
+    routed = 48 * 128 * 3 * 2048 * 768 / 4
+    rest = 2 * 151936 * 2048 + 2048  # untied embedding and output layer, final norm
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8, zero_stage=3), fast,
+        calibration=CAL, **MCORE_PLAIN)
+    # ZeRO-3 shards the 2-byte weights over their copies: the non-expert ones 8 ways, the
+    # routed experts over their 2 copies
+    dense = 8 * (result.stages[0].weights_bytes / 2 - routed / 2)
+    assert dense + 4 * routed == pytest.approx(30.5e9, abs=0.05e9)  # the model card's total
+    layer = (dense - rest) / 48
+    bw = 1e15 * EFF
+
+    def one_way(n, values):
+        return ring_half(n, 2 * values, 1e-9, bw)
+
+    gather = one_way(8, layer) + one_way(2, routed / 48)
+    scatter = one_way(8, layer) + one_way(2, routed / 48)
+    rest_s = 2 * one_way(8, rest)
+    assert result.step["dp_comm"] == pytest.approx(2 * gather + scatter + rest_s, rel=1e-9)
