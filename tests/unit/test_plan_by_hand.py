@@ -9,6 +9,11 @@ a ring all-reduce over ``n`` GPUs takes ``2(n-1) α + 2(n-1)/n · S/B`` (Pataras
 here from the model's shape (GPT-3: 96 layers, h = 12,288, 96 heads, s = 2,048,
 V = 50,257, tied embeddings), the A100's datasheet (312 TFLOP/s BF16, 2,039 GB/s) and the
 calibration's formulas (``η(x) = η_max x/(x + x_half)``), never from the planner's output.
+Further down: ZeRO's stages under Megatron-Core with its overlaps off, HAI-LLM's recomputed
+norms, a multi-token-prediction module given to GPT-3, Qwen3-30B-A3B's experts (its model
+card's 30.5 billion parameters, 128 SwiGLU experts of 768 per layer), and the search's rows,
+messages and presets table. Written to kill the planner's surviving mutants
+(``tests/MUTATION.md``).
 """
 
 import numpy as np
