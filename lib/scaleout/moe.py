@@ -28,6 +28,10 @@ Sources
   the same GPUs of a pipeline stage): Liu et al. 2025, "MoE Parallel Folding:
   Heterogeneous Parallelism Mappings for Efficient Large-Scale MoE Model Training with
   Megatron Core" (arXiv 2504.14960), Sec. 3.
+* The host-bound expert loop (:func:`expert_loop_exposed_s`): GEMMs per local expert counted
+  from Megatron-Core's ``TEGroupedMLP`` and Transformer Engine's ``GroupedLinear``
+  (:data:`EXPERT_LOOP_GEMMS`); the host cost of each, measured by NVIDIA for Transformer
+  Engine's per-expert cuBLASLt loop against one grouped launch (``data/host_overheads.toml``).
 
 Every function takes numpy arrays where a planner would sweep (token counts, EP sizes),
 checks its inputs and raises ``ValueError`` naming the parameter, the value and what is
@@ -58,9 +62,11 @@ from .checks import (
 from .collectives import _link
 
 __all__ = [
+    "EXPERT_LOOP_GEMMS",
     "SCHEDULES",
     "CapacityOutcome",
     "Fold",
+    "HostCallCost",
     "MoEStep",
     "a2a_bytes",
     "all_to_all_time",
@@ -72,6 +78,8 @@ __all__ = [
     "expected_nodes_per_token",
     "expected_rank_imbalance",
     "expert_loads",
+    "expert_loop_cost",
+    "expert_loop_exposed_s",
     "expert_params_per_gpu",
     "expert_weight_bytes",
     "experts_per_gpu",
@@ -295,6 +303,87 @@ def expert_weight_bytes(local_params, operand_bytes: float, grad_bytes: float
     w = check_positive("operand_bytes", operand_bytes, maximum=8)
     g = check_positive("grad_bytes", grad_bytes, maximum=8)
     return {"forward": _out(n * w), "dgrad": _out(n * w), "wgrad": _out(2 * n * g)}
+
+
+#: GEMMs issued one by one per local expert, per MoE layer and micro-batch, when a framework
+#: runs the experts as a loop of GEMMs (:attr:`scaleout.plan.frameworks.Framework.
+#: expert_gemm_loop`). Counted from the code: Megatron-Core's ``TEGroupedMLP`` runs two
+#: ``TEGroupedLinear`` (``linear_fc1``, ``linear_fc2``; ``megatron/core/transformer/moe/
+#: experts.py`` at core_v0.15.0); Transformer Engine's ``_GroupedLinear`` calls
+#: ``general_grouped_gemm`` once in its forward and twice in its backward (data gradient,
+#: weight gradient; ``transformer_engine/pytorch/module/grouped_linear.py`` at v2.9), and each
+#: call issues one cuBLASLt GEMM per expert (``multi_stream_cublas_gemm`` in
+#: ``transformer_engine/common/gemm/cublaslt_gemm.cu``): 2 forward, 4 backward.
+EXPERT_LOOP_GEMMS = {"forward": 2, "backward": 4}
+
+
+@dataclass(frozen=True)
+class HostCallCost(catalog.Entry):
+    """A measured host cost of issuing GEMMs one at a time (``data/host_overheads.toml``)."""
+
+    name: str = catalog.field_of("", "catalog name")
+    what: str = catalog.field_of("", "what one call issues, and through which code")
+    loop_ms: float = catalog.field_of("ms", "wall time with one GEMM issued per expert")
+    single_ms: float = catalog.field_of("ms", "wall time of the same GEMMs in one launch")
+    calls: int = catalog.field_of("", "GEMMs (experts) in the measured call")
+    gpu: str = catalog.field_of("", "the GPU of the measurement")
+    source: str = catalog.field_of("", "where the figures come from")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.single_ms >= self.loop_ms:
+            raise ValueError(f"HostCallCost {self.name!r}: field 'single_ms' ({self.single_ms}) "
+                             f"must be below 'loop_ms' ({self.loop_ms}): the loop's extra "
+                             f"time is what is measured")
+
+    @property
+    def per_call_s(self) -> float:
+        """Seconds each GEMM issued on its own adds: ``(loop − single) / calls``."""
+        return (self.loop_ms - self.single_ms) * 1e-3 / self.calls
+
+
+_host_calls = catalog.cached_entries("host_overheads.toml", "call", HostCallCost)
+
+
+def expert_loop_cost(name: str = "te-multi-stream-cublaslt-gemm") -> HostCallCost:
+    """The measured host cost of an expert loop, by name or alias (``data/host_overheads.toml``).
+
+    Raises
+    ------
+    ValueError
+        An unknown name (with the close ones), or a malformed file naming file, entry, field.
+    """
+    return catalog.lookup("host call cost", _host_calls(), name, "name")
+
+
+def expert_loop_exposed_s(local_experts, per_call_s: float, forward_gpu_s, backward_gpu_s
+                          ) -> dict[str, float | np.ndarray]:
+    """Seconds a host-bound expert loop leaves the GPU idle, one MoE layer and micro-batch.
+
+    A framework that issues the local experts' GEMMs one by one (:data:`EXPERT_LOOP_GEMMS`:
+    2 in the forward pass, 4 in the backward, per local expert) spends
+    ``n × gemms × per_call_s`` of host time on them. In the forward pass the host first waits
+    for the GPU: the per-expert token counts are copied to the host to size the GEMMs
+    (``tokens_per_expert.tolist()`` in Megatron-Core's ``TEGroupedMLP.forward``; the
+    ``alltoall`` dispatcher's ``.cpu()``), so the GPU's queue is empty and it runs each GEMM
+    as it is issued: ``max(0, host − forward_gpu_s)`` shows, ``forward_gpu_s`` the expert
+    GEMMs' forward time. The backward pass keeps the counts on the host (no second wait),
+    and the host's loop shows only where it outlasts the GPU's work on the layer,
+    ``backward_gpu_s``. Only the GEMM calls are counted (the host's other launches are not):
+    a lower bound on the idle time. Array-friendly in every argument but ``per_call_s``.
+
+    Returns ``{"host_forward_s", "host_backward_s", "forward_s", "backward_s", "total_s"}``.
+    """
+    n = check_array("local_experts", local_experts, minimum=1)
+    c = check_positive("per_call_s", per_call_s, allow_zero=True)
+    f_gpu = check_array("forward_gpu_s", forward_gpu_s)
+    b_gpu = check_array("backward_gpu_s", backward_gpu_s)
+    host_f = n * EXPERT_LOOP_GEMMS["forward"] * c
+    host_b = n * EXPERT_LOOP_GEMMS["backward"] * c
+    fwd = np.maximum(host_f - f_gpu, 0.0)
+    bwd = np.maximum(host_b - b_gpu, 0.0)
+    return {"host_forward_s": _out(host_f), "host_backward_s": _out(host_b),
+            "forward_s": _out(fwd), "backward_s": _out(bwd), "total_s": _out(fwd + bwd)}
 
 
 def rank_imbalance(loads, ep: int) -> float:

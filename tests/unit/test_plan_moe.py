@@ -451,17 +451,19 @@ def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     prediction modelled, Megatron Bridge's DeepSeek-V3 row with MTP (B200, PP16 EP8) joins
     the group at about +80%, and the 21 runs' mean, about 55.3%, is level with the
     baseline's 55.3% (55.5% and 55.2% before DeepSeek-V3's whole-run figure was read over a
-    goodput and its recomputation modelled), not below it. The planner still runs faster
-    than measured on most MoE
-    rows (worst: Qwen3-30B-A3B at micro-batch 1 on B200, near 290%, which no modelled
-    mechanism explains). Stated here so that a change that widens the gap fails; the dense
-    16-bit runs keep their own claim (test_validation.py)."""
+    goodput and its recomputation modelled), not below it. Megatron-Core's host-bound loop
+    of per-expert GEMMs (a measured cost per GEMM, not fitted; scaleout.moe.
+    expert_loop_exposed_s) took the 21 runs' mean from 54.5% to about 47% and the worst,
+    Qwen3-30B-A3B at micro-batch 1 on B200, from +284% to about +160%. The planner still
+    runs faster than measured on most MoE rows (Qwen3-30B-A3B on B200 and H100 above 150%,
+    which no modelled mechanism explains). Stated here so that a change that widens the gap
+    fails; the dense 16-bit runs keep their own claim (test_validation.py)."""
     cv = plan.cross_validation()
     new = cv.overall("held out", dense_16bit=False)
     dense = cv.overall("held out", dense_16bit=True)
     assert new["cases"] >= 19 and dense["cases"] + new["cases"] == cv.overall("held out")["cases"]
-    assert new["mean_abs_pct"] < 57 and new["worst_abs_pct"] < 300
-    assert new["mean_abs_pct"] < new["baseline_mean_abs_pct"] + 1
+    assert new["mean_abs_pct"] < 49 and new["worst_abs_pct"] < 180
+    assert new["mean_abs_pct"] < new["baseline_mean_abs_pct"] - 5
     fp8_dense = [r for r in cv.held_out
                  if "FP8" in r.mechanisms and "mixture of experts" not in r.mechanisms]
     assert len(fp8_dense) >= 6 and max(abs(r.error_pct) for r in fp8_dense) < 20

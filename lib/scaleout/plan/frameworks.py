@@ -58,6 +58,12 @@ cp_variant
     keeps ``cp = 1``).
 expert_parallel
     Whether the framework spreads a mixture of experts' experts over GPUs (a plan's ``ep``).
+expert_gemm_loop
+    The routed experts' GEMMs issued one per local expert from the host (Transformer
+    Engine's ``GroupedLinear`` without a fused grouped GEMM: one cuBLASLt call per expert),
+    rather than in one grouped launch for all local experts (PyTorch's ``torch._grouped_mm``,
+    DeepSeek's DeepGEMM). With few tokens per expert the host's issue time, not the GEMMs,
+    sets the pace (:func:`scaleout.moe.expert_loop_exposed_s`).
 a2a_overlap
     The mixture-of-experts dispatch and combine all-to-alls overlapped with computation
     (Megatron-Core ``--overlap-moe-expert-parallel-comm``; DeepSeek's DualPipe): only the part
@@ -130,6 +136,7 @@ class Framework:
     hybrid_shard: bool = False
     cp_variant: str = ""
     expert_parallel: bool = False
+    expert_gemm_loop: bool = False
     a2a_overlap: bool = False
     pipeline_schedule: str = "1f1b"
     comm_sm_share: float = 0.0
@@ -272,6 +279,9 @@ _TORCHTITAN = Framework(
                       "attention over the sequence shards (Liang et al. 2025 Sec. 2.1)",
         "expert_parallel": "parallelism.expert_parallel_degree (torchtitan's mixture-of-experts "
                            "models, 2025)",
+        "expert_gemm_loop": "off: torchtitan/models/moe/moe.py MoEArgs.use_grouped_mm = True, "
+                            "the experts' GEMMs in one torch._grouped_mm call each (the "
+                            "per-expert loop is kept only 'for comparison')",
         "hybrid_shard": "HSDP: data_parallel_replicate_degree x data_parallel_shard_degree "
                         "(Liang et al. 2025 Sec. 2.1)",
         "zero3_unit": "Liang et al. 2025 (arXiv 2410.06511) Sec. 2.1: fully_shard per "
@@ -288,7 +298,7 @@ _MEGATRON_CORE = Framework(
     grad_bucket_bytes=40e6 * 4, grad_overlap=True, param_gather_overlap=True,
     zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
     tp_overlap=True, p2p_overlap=True, hybrid_shard=True, cp_variant="ring",
-    expert_parallel=True, a2a_overlap=False,
+    expert_parallel=True, expert_gemm_loop=True, a2a_overlap=False,
     sources={
         "cp_variant": "--context-parallel-size: ring attention in Transformer Engine "
                       "(cp_comm_type 'p2p' by default)",
@@ -296,6 +306,13 @@ _MEGATRON_CORE = Framework(
                            "(MoE parallel folding, arXiv 2504.14960)",
         "a2a_overlap": "--overlap-moe-expert-parallel-comm exists and is off by default "
                        "(megatron/training/arguments.py)",
+        "expert_gemm_loop": "--moe-grouped-gemm runs TEGroupedMLP (megatron/core/transformer/"
+                            "moe/experts.py, core_v0.15.0): Transformer Engine's GroupedLinear "
+                            "(v2.9) issues one cuBLASLt GEMM per local expert "
+                            "(nvte_multi_tensor_gemm -> multi_stream_cublas_gemm; the CUTLASS "
+                            "grouped path is Hopper-only and off unless "
+                            "NVTE_USE_CUTLASS_GROUPED_GEMM=1), sized by token counts copied "
+                            "to the host (tokens_per_expert.tolist())",
         "hybrid_shard": "--num-distributed-optimizer-instances: the distributed optimizer "
                         "sharded within each instance, gradients all-reduced across them",
         "grad_bucket_bytes": "megatron/core/distributed/distributed_data_parallel_config.py: "
@@ -330,6 +347,10 @@ _HAI_LLM = Framework(
                            "backward pass",
         "zero_stages": "Sec. 3.2: 'ZeRO-1 Data Parallelism'",
         "expert_parallel": "Sec. 3.2: 64-way expert parallelism over 8 nodes",
+        "expert_gemm_loop": "off: DeepSeek's DeepGEMM (github.com/deepseek-ai/DeepGEMM, "
+                            "README 'Grouped GEMMs (contiguous layout)') runs all experts' "
+                            "GEMMs of a training forward pass as one M-grouped FP8 GEMM, and "
+                            "the weight gradients as one K-grouped GEMM",
         "cp_variant": "no context parallelism in the report (4K pre-training sequences)",
         "grad_overlap": "not stated in the report: the gradient reduction is taken as exposed",
         "tp_overlap": "no tensor parallelism in training (Sec. 3.2)",

@@ -62,7 +62,10 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
   routed experts' GEMMs at their own shape (:func:`expert_gemm_parts`: ``t ep k / E`` rows per
   local expert, the roofline on reading the local experts' weights in each GEMM pass, the
-  busiest rank of a balanced random router); the
+  busiest rank of a balanced random router); where the framework issues those GEMMs one per
+  local expert from the host (:attr:`Framework.expert_gemm_loop`), the host's issue time
+  beyond the GPU's work (:func:`scaleout.moe.expert_loop_exposed_s`, a measured cost per
+  GEMM from ``data/host_overheads.toml``), added to the layer's forward and backward; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
   ``b s/(cp tp)`` tokens a GPU routes), exposed, or only beyond the layer's computation where
@@ -250,6 +253,7 @@ class Context:
     bf16_achievable: float = 1.0
     fp8_achievable: float = 1.0
     quantize_bytes_per_token: float = 0.0
+    expert_call_s: float = 0.0
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
@@ -289,7 +293,9 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
                    float(compute.attention_flops_per_token(m, s)) / m.n_layers,
                    fp8_share, fp8_flops, cal.achievable_ratio(g, "bf16"),
                    cal.achievable_ratio(g, "fp8") if rec.fp8 else 1.0,
-                   rec.quantize_bytes * sum(compute.linear_io_per_token(m).values()))
+                   rec.quantize_bytes * sum(compute.linear_io_per_token(m).values()),
+                   moe.expert_loop_cost().per_call_s if fw.expert_gemm_loop and m.is_moe
+                   else 0.0)
 
 
 @dataclass(frozen=True)
@@ -398,14 +404,17 @@ def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
       random router the busiest of the ``ep`` ranks holds ``ρ`` times the mean; in a
       dropless layer its GEMMs set the pace (``rank_imbalance``).
 
-    Returns ``layer_expert_gemm_s``, ``tokens_per_expert`` and ``rank_imbalance``.
+    Returns ``layer_expert_gemm_s``, ``tokens_per_expert``, ``rank_imbalance`` and, for one
+    MoE layer, ``moe_forward_gemm_s`` (the forward pass) and ``moe_backward_gemm_s`` (data and
+    weight gradients).
     """
     m, ex = ctx.model, ctx.experts
     shape = np.shape(x.tokens * x.ep)
     if ex is None:
         zero = np.zeros(shape)
         return {"layer_expert_gemm_s": zero, "tokens_per_expert": zero,
-                "rank_imbalance": np.ones(shape)}
+                "rank_imbalance": np.ones(shape), "moe_forward_gemm_s": zero,
+                "moe_backward_gemm_s": zero}
     t = x.tokens / x.tp  # tokens a GPU routes (sequence parallelism splits them over tp)
     n_e = moe.tokens_per_local_expert(t, x.ep, m.top_k, m.experts)
     rho = moe.expected_rank_imbalance(t, m.experts, m.top_k, x.ep)
@@ -416,9 +425,11 @@ def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     w = moe.expert_weight_bytes(p_e * m.experts / x.ep, ctx.recipe.gemm_input_bytes,
                                 ctx.recipe.grad_bytes)
     hbm = ctx.gpu.hbm_gbytes_s * 1e9
-    passes = sum(np.maximum(flops * per_flop, w[k] / hbm) for k in ("forward", "dgrad", "wgrad"))
+    per_pass = {k: np.maximum(flops * per_flop, w[k] / hbm) for k in ("forward", "dgrad", "wgrad")}
+    passes = per_pass["forward"] + per_pass["dgrad"] + per_pass["wgrad"]
     return {"layer_expert_gemm_s": ex.moe_share * passes / 3, "tokens_per_expert": n_e,
-            "rank_imbalance": rho}
+            "rank_imbalance": rho, "moe_forward_gemm_s": per_pass["forward"],
+            "moe_backward_gemm_s": per_pass["dgrad"] + per_pass["wgrad"]}
 
 
 def every_other_matmul_params(m: ModelSpec) -> float:
@@ -468,6 +479,14 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     if ctx.experts is not None:
         gemm = gemm + experts["layer_expert_gemm_s"]
     fwd_layer = gemm + attention / x.tp / rate + mem_s / 3
+    loop_s = np.zeros(np.shape(fwd_layer))
+    if ctx.experts is not None and ctx.expert_call_s:  # a host-bound loop of expert GEMMs
+        rest = fwd_layer - experts["layer_expert_gemm_s"]  # the layer's forward besides them
+        loop = moe.expert_loop_exposed_s(
+            m.experts / x.ep, ctx.expert_call_s, experts["moe_forward_gemm_s"],
+            2 * rest + experts["moe_backward_gemm_s"])
+        loop_s = ctx.experts.moe_share * loop["total_s"] / 3  # forward-pass units, averaged
+        fwd_layer = fwd_layer + loop_s
     scores = np.where(x.flash, 0.0, 5 * a * s * s * x.b / x.tp)  # Korthikanti's 5as^2b bytes
     selective = np.where(x.flash, 0.0, attention / x.tp / rate + cal.nonmatmul_traffic * scores
                          / hbm / 3)
@@ -486,7 +505,8 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
         proj = compute.forward_flops(x.tokens, 2.0 * h * h, 0, h, s)  # projection
         head_s = head_s * (1 + m.mtp_layers) + 3 * m.mtp_layers * proj / x.tp / rate
     return {"layer_forward_s": fwd_layer, "layer_gemm_s": gemm, "layer_recompute_s": rec_layer,
-            "head_s": head_s, "rank_imbalance": experts["rank_imbalance"]}
+            "head_s": head_s, "rank_imbalance": experts["rank_imbalance"],
+            "layer_expert_loop_s": loop_s}
 
 
 def tensor_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
