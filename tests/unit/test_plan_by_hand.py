@@ -380,7 +380,8 @@ def test_preset_rows_say_each_presets_switches_in_words():
     assert (ds["collectives"], ds["gradients"], ds["overlapped"], ds["ZeRO-3 gathers"],
             ds["ZeRO stages"], ds["with pipelining"]) == (
         "NCCL, flat rings across nodes", "buckets of 954 MiB", "gradient reduction",
-        "per tensor, 1 ahead", "0, 1, 2, 3", "up to ZeRO-1")
+        "per tensor, 1 ahead, the host waiting at each",  # v0.3.16's synchronize per fetch
+        "0, 1, 2, 3", "up to ZeRO-1")
     mc = rows["megatron-core"]  # 40 million fp32 gradients: 160e6 B = 153 MiB
     assert (mc["gradients"], mc["overlapped"], mc["ZeRO-3 gathers"], mc["hybrid sharding"],
             mc["context parallel"], mc["expert parallel"]) == (
