@@ -518,3 +518,71 @@ def test_each_framework_preset_names_the_exporter_that_runs_it():
     assert {name: configs.exporter_for(name) for name in want} == want
     with pytest.raises(ValueError, match="framework"):
         configs.exporter_for("megatron-2019")
+
+
+# =========================================================================== precision
+FP8_FLAGS = {  # Megatron-LM's --fp8-format / --fp8-recipe (megatron/training/arguments.py)
+    "fp8-te": ("--fp8-format hybrid", "--fp8-recipe delayed"),
+    "fp8-te-cs": ("--fp8-format hybrid", "--fp8-recipe tensorwise"),
+    "fp8-te-mx": ("--fp8-format e4m3", "--fp8-recipe mxfp8"),
+    "fp8-deepseek": ("--fp8-format e4m3", "--fp8-recipe blockwise"),
+    "fp8-te-fp8-params": ("--fp8-format hybrid", "--fp8-recipe delayed", "--fp8-param-gather"),
+}
+DENSE = Plan(tp=2, pp=2, dp=4, sp=True, global_batch=64, flash_attention=True, seq_len=8192)
+
+
+@pytest.mark.parametrize("recipe", sorted(FP8_FLAGS))
+def test_megatron_writes_and_reads_each_fp8_recipe(recipe):
+    """The recipe a plan was priced with becomes Megatron-LM's precision flags, and reading
+    them back gives the same recipe."""
+    m = catalog.model("llama3-8b")
+    text = configs.to_megatron_args(DENSE, m, recipe=recipe)
+    lines = text.splitlines()
+    for flag in FP8_FLAGS[recipe]:
+        assert flag in lines, (recipe, flag)
+    assert "--bf16" in lines
+    assert configs.from_megatron_args(text, n_gpus=16).recipe == recipe
+
+
+def test_megatron_precision_flags_without_fp8():
+    m = catalog.model("llama3-8b")
+    fp32 = configs.to_megatron_args(DENSE, m, recipe="fp32-adam").splitlines()
+    assert "--bf16" not in fp32 and not any(x.startswith("--fp8") for x in fp32)
+    assert configs.from_megatron_args("\n".join(fp32), n_gpus=16).recipe == "fp32-adam"
+    assert "--fp16" in configs.to_megatron_args(DENSE, m, recipe="megatron-fp16").splitlines()
+    with pytest.raises(ValueError, match=r"--fp8-recipe must be one of .*did you mean .tensorwise"):
+        configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --fp8-format hybrid "
+                                               "--fp8-recipe tensorwize"))
+
+
+def test_torchtitan_writes_its_fp8_converters_and_refuses_the_others():
+    """torchao's float8 Linear (tensor-wise dynamic scales: current scaling) and MX Linear
+    (MXFP8 blocks); delayed scaling and DeepSeek's blocks have no torchtitan setting."""
+    m = catalog.model("llama3-8b")
+    p = Plan(dp=8, zero_stage=3, global_batch=16, flash_attention=True, seq_len=8192)
+    for recipe, converter, name in (("fp8-te-cs", "quantize.linear.float8", "tensorwise"),
+                                    ("fp8-te-mx", "quantize.linear.mx", "mxfp8_cublas")):
+        text = configs.to_torchtitan_toml(p, m, recipe=recipe)
+        assert f'converters = ["{converter}"]' in text and f'recipe_name = "{name}"' in text
+        assert f"[{converter}]" in text and 'mixed_precision_param = "bfloat16"' in text
+        assert configs.from_torchtitan_toml(text, n_gpus=8).recipe == recipe
+    assert 'mixed_precision_param = "float32"' in configs.to_torchtitan_toml(
+        p, m, recipe="fp32-adam")
+    for recipe in ("fp8-te", "fp8-deepseek", "fp8-te-fp8-params", "mixed-adam-8bit"):
+        with pytest.raises(UnsupportedPlanError, match=f"torchtitan cannot run recipe {recipe}"):
+            configs.to_torchtitan_toml(p, m, recipe=recipe)
+
+
+def test_deepspeed_precision_follows_the_recipe():
+    p = Plan(dp=8, zero_stage=3, global_batch=16, flash_attention=True, seq_len=4096)
+    assert json.loads(_json_body(configs.to_deepspeed_json(p, recipe="fp32-adam")))[
+        "bf16"]["enabled"] is False
+    assert json.loads(_json_body(configs.to_deepspeed_json(p)))["bf16"]["enabled"] is True
+    with pytest.raises(UnsupportedPlanError, match="DeepSpeed cannot run recipe fp8-te-cs"):
+        configs.to_deepspeed_json(p, recipe="fp8-te-cs")
+    with pytest.raises(ValueError, match="recipe"):
+        configs.export_plan("megatron", p, recipe="fp9")
+
+
+def _json_body(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("//"))

@@ -101,13 +101,14 @@ def _framework(name: str) -> str:
 
 
 def export_plan(framework: str, plan: Plan, model: ModelSpec | None = None, *,
-                result: PlanResult | None = None) -> str:
-    """The plan in ``framework``'s terms (``"megatron"``, ``"torchtitan"``, ``"deepspeed"``).
+                result: PlanResult | None = None, recipe: str = "mixed-adam") -> str:
+    """The plan in ``framework``'s terms (``"megatron"``, ``"torchtitan"``, ``"deepspeed"``),
+    with the precision settings of ``recipe`` (the recipe the plan was priced with).
 
     What a "copy as ..." button shows; raises :class:`UnsupportedPlanError` when the
     framework cannot run the plan.
     """
-    return _EXPORTERS[_framework(framework)](plan, model, result=result)
+    return _EXPORTERS[_framework(framework)](plan, model, result=result, recipe=recipe)
 
 
 def import_run(framework: str, source, *, n_gpus: int | None = None,

@@ -233,21 +233,31 @@ def check_deepspeed(plan: Plan) -> None:
                       "whole layers")
 
 
-def to_deepspeed_json(plan: Plan, model=None, *, result: PlanResult | None = None) -> str:
+def to_deepspeed_json(plan: Plan, model=None, *, result: PlanResult | None = None,
+                      recipe: str = "mixed-adam") -> str:
     """The plan as a DeepSpeed JSON configuration after ``//`` header lines with the prediction.
 
-    Raises :class:`UnsupportedPlanError` for a plan DeepSpeed cannot run (see the module).
+    ``recipe`` is the precision recipe the plan was priced with: ``bf16.enabled`` for the
+    16-bit ones, not for ``fp32-adam``. Raises :class:`UnsupportedPlanError` for a plan
+    DeepSpeed cannot run (see the module), an FP8 recipe included: its configuration has no
+    FP8 matrix-multiply setting (FP8 comes from the model code, e.g. Transformer Engine).
     """
+    from .. import memory
+
     if not isinstance(plan, Plan):
         raise ValueError(f"plan must be a scaleout.plan.Plan, got {type(plan).__name__}")
     check_deepspeed(plan)
+    rec = memory.get_recipe(recipe)
+    if rec.fp8:
+        raise _refuse(f"recipe {rec.name}", "its configuration has no FP8 matrix-multiply "
+                      "setting (FP8 Linear layers come from the model code)")
     accum = plan.micro_batches
     out: dict[str, Any] = {
         used(_F, "train_batch_size"): plan.global_batch,
         used(_F, "train_micro_batch_size_per_gpu"): plan.micro_batch,
         used(_F, "gradient_accumulation_steps"): accum,
         used(_F, "zero_optimization"): {_sub("zero_optimization.stage"): plan.zero_stage},
-        used(_F, "bf16"): {_sub("bf16.enabled"): True},
+        used(_F, "bf16"): {_sub("bf16.enabled"): not rec.name.startswith("fp32")},
     }
     if plan.tp > 1:
         out[used(_F, "tensor_parallel")] = {_sub("tensor_parallel.autotp_size"): plan.tp}

@@ -41,7 +41,10 @@ Megatron-LM flag                              Plan / model field
 ``--max-position-embeddings``,
 ``--disable-bias-linear``, ``--normalization``,
 ``--vocab-size``
-``--fp8-format``                              recipe ``fp8-te``
+``--fp8-format`` + ``--fp8-recipe``            recipe ``fp8-te`` (delayed, the default),
+``--fp8-param-gather``                        ``fp8-te-cs`` (tensorwise), ``fp8-te-mx`` (mxfp8),
+                                              ``fp8-deepseek`` (blockwise); delayed with
+                                              ``--fp8-param-gather``: ``fp8-te-fp8-params``
 ``--num-experts``, ``--moe-router-topk``,     a mixture of experts / MLA whose shape the flags
 ``--multi-latent-attention``                  do not give in full: blocks (give ``model=``)
 ============================================  =====================================================
@@ -65,6 +68,7 @@ from ._common import (
     IGNORED,
     NOT_MODELLED,
     ImportedRun,
+    UnsupportedPlanError,
     _Collector,
     header_lines,
     read_text,
@@ -218,7 +222,8 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
          "--recompute-activations", "--recompute-method", "--recompute-num-layers",
          "--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2",
          "--data-parallel-sharding-strategy", "--attention-backend", "--use-flash-attn",
-         "--bf16", "--fp16", "--fp8-format", "--num-virtual-stages-per-pipeline-rank",
+         "--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp8-param-gather",
+         "--num-virtual-stages-per-pipeline-rank",
          "--num-layers-per-virtual-pipeline-stage", "--decoder-first-pipeline-num-layers",
          "--decoder-last-pipeline-num-layers", "--pipeline-model-parallel-layout",
          "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
@@ -274,11 +279,15 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
         found.add("--bf16", False, ASSUMED, "neither --bf16 nor --fp16: fp32 training "
                   "(recipe fp32-adam)")
     fp8 = _word(label, flags, "--fp8-format", ("e4m3", "hybrid"))
+    scaling = _word(label, flags, "--fp8-recipe", FP8_RECIPES)
+    fp8_params = _switch(label, flags, "--fp8-param-gather")
     if fp8 is not None and recipe != "fp32-adam":
-        recipe = "fp8-te"
-        found.add("--fp8-format", fp8, ASSUMED, "FP8 matrix multiplies with Transformer "
-                  "Engine's per-tensor scales: recipe fp8-te (bf16 weights, fp32 master and "
-                  "gradients)")
+        scaling = scaling or "delayed"
+        recipe = FP8_RECIPES[scaling]
+        if fp8_params and scaling == "delayed":
+            recipe = "fp8-te-fp8-params"
+        found.add("--fp8-recipe", scaling, ASSUMED, f"FP8 matrix multiplies with Transformer "
+                  f"Engine ({fp8} format, {scaling} scaling): recipe {recipe}")
     # ---- the model the flags describe
     spec, model_flags = _model(label, flags, seq, found)
     consumed |= model_flags
@@ -410,8 +419,40 @@ def _model(label: str, flags: dict, seq: int | None, found: _Collector
     return (spec if vocab else None), set(names)
 
 
+#: Megatron-LM's ``--fp8-recipe`` (megatron/training/arguments.py) and the recipe of
+#: :data:`scaleout.memory.RECIPES` each one is: Transformer Engine's DelayedScaling,
+#: Float8CurrentScaling, MXFP8BlockScaling and Float8BlockScaling (1x128 / 128x128 blocks,
+#: DeepSeek-V3's fine-grained FP8).
+FP8_RECIPES = {"delayed": "fp8-te", "tensorwise": "fp8-te-cs", "mxfp8": "fp8-te-mx",
+               "blockwise": "fp8-deepseek"}
+
+
+def _precision_flags(recipe: str) -> list[tuple[str, object]]:
+    """Megatron-LM's precision flags for a recipe of :data:`scaleout.memory.RECIPES`:
+    ``--bf16`` (none for an fp32 recipe, ``--fp16`` for megatron-fp16), and for an FP8
+    recipe ``--fp8-format`` (hybrid: E4M3 forward, E5M2 gradients, Transformer Engine's
+    default; e4m3 for the block-scaled recipes, as TE requires) with its ``--fp8-recipe``."""
+    from .. import memory
+
+    rec = memory.get_recipe(recipe)
+    if rec.name.startswith("fp32"):
+        return []
+    flags: list[tuple[str, object]] = [("--fp16" if rec.name == "megatron-fp16" else "--bf16",
+                                        None)]
+    if rec.fp8:
+        scaling = {v: k for k, v in FP8_RECIPES.items()}.get(rec.name, "delayed")
+        if rec.name not in FP8_RECIPES.values() and rec.name != "fp8-te-fp8-params":
+            raise UnsupportedPlanError(f"recipe {rec.name!r}: Megatron-LM has no FP8 recipe "
+                                       f"for it (its --fp8-recipe: {', '.join(FP8_RECIPES)})")
+        block = scaling in ("mxfp8", "blockwise")
+        flags += [("--fp8-format", "e4m3" if block else "hybrid"), ("--fp8-recipe", scaling)]
+        if rec.name == "fp8-te-fp8-params":
+            flags.append(("--fp8-param-gather", None))
+    return flags
+
+
 def to_megatron_args(plan: Plan, model: ModelSpec | None = None, *,
-                     result: PlanResult | None = None) -> str:
+                     result: PlanResult | None = None, recipe: str = "mixed-adam") -> str:
     """The plan as Megatron-LM arguments, one flag per line after a ``#`` header.
 
     Parameters
@@ -422,6 +463,9 @@ def to_megatron_args(plan: Plan, model: ModelSpec | None = None, *,
         The model: when given, its shape flags are written too (``--num-layers`` ...).
     result
         The plan evaluated; its prediction goes into the header.
+    recipe
+        The precision recipe the plan was priced with (:data:`scaleout.memory.RECIPES`):
+        its precision flags (:data:`FP8_RECIPES`).
 
     The world size (``tp x pp x dp``) is the launcher's (torchrun), stated in the header.
     Every plan the planner can return can be written: Megatron-LM has all its settings.
@@ -484,7 +528,8 @@ def to_megatron_args(plan: Plan, model: ModelSpec | None = None, *,
         add("--data-parallel-sharding-strategy",
             "optim_grads" if plan.zero_stage == 2 else "optim_grads_params")
     add("--attention-backend", "flash" if plan.flash_attention else "unfused")
-    add("--bf16")
+    for flag, value in _precision_flags(recipe):
+        add(flag, value)
     notes = [f"World size: {plan.n_gpus} processes (torchrun --nnodes x --nproc-per-node); "
              "Megatron-LM derives dp from it.",
              *(["The mixture of experts' other shape flags (expert width, shared experts, "

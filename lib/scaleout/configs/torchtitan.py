@@ -33,7 +33,7 @@ shard > 1 (FSDP2) + ``fsdp_reshard_after_``        ``zero_stage`` 3 (``always``,
 ``parallelism.context_parallel_degree``           ``cp``
 ``parallelism.expert_parallel_degree``             ``ep`` (a mixture of experts; ignored for a
                                                    dense model); expert TP > 1: not modelled
-``model.converters`` float8, mx                    recipe ``fp8-te``
+``model.converters`` float8, mx                    recipe ``fp8-te-cs``, ``fp8-te-mx``
 =================================================  =================================================
 
 A key torchtitan does not have is an error (torchtitan refuses it too); other known
@@ -252,11 +252,14 @@ def from_torchtitan_toml(toml: str | Path | Mapping, *, n_gpus: int | None = Non
                   "FP32 master weights", blocks=True)
     if get("training.mixed_precision_param", "bfloat16") == "float32":
         recipe = "fp32-adam"
-    elif "float8" in converters or "mx" in converters:
-        recipe = "fp8-te"
+    elif any(c.rsplit(".", 1)[-1] in ("float8", "mx") for c in converters):
+        # torchao's float8 Linear scales each tensor from its own amax (tensor-wise, or
+        # row-wise: priced alike), its MX Linear in 1x32 blocks
+        mx = any(c.rsplit(".", 1)[-1] == "mx" for c in converters)
+        recipe = "fp8-te-mx" if mx else "fp8-te-cs"
         found.add("model.converters", converters, ASSUMED, "FP8 matrix multiplies (torchao "
-                  "float8 or MX) priced as recipe fp8-te: the Linear layers at the FP8 peak, "
-                  "their inputs kept in FP8")
+                  f"{'MXFP8' if mx else 'float8, dynamic scales'}) priced as recipe {recipe}: "
+                  "the Linear layers at the FP8 peak, their inputs kept in FP8")
     get("model.name", None)
     get("model.flavor", None)
     for key, value in flat.items():
@@ -296,17 +299,51 @@ def check_torchtitan(plan: Plan) -> None:
                       "> 1D parallelism')")
 
 
-def to_torchtitan_toml(plan: Plan, model: ModelSpec | None = None, *,
-                       result: PlanResult | None = None) -> str:
-    """The plan as a torchtitan TOML fragment (``[parallelism]``, ``[training]``,
-    ``[activation_checkpoint]``) after a ``#`` header with the prediction.
+#: The recipes of :data:`scaleout.memory.RECIPES` torchtitan's FP8 converters run
+#: (torchtitan/config/job_config.py): torchao's float8 Linear with tensor-wise dynamic scales
+#: (each tensor's scale from its own amax: Transformer Engine's current scaling) and its
+#: MXFP8 Linear.
+FP8_CONVERTERS = {
+    "fp8-te-cs": ("quantize.linear.float8", "quantize.linear.float8.recipe_name", "tensorwise"),
+    "fp8-te-mx": ("quantize.linear.mx", "quantize.linear.mx.recipe_name", "mxfp8_cublas")}
 
-    ``[model]`` (torchtitan's model name and flavor) and the data settings are left to the
-    user. Raises :class:`UnsupportedPlanError` for a plan torchtitan cannot run.
+
+def _precision(recipe: str) -> tuple[str, tuple[str, str, str] | None]:
+    """``training.mixed_precision_param`` and the FP8 converter (with its recipe name) for a
+    recipe of :data:`scaleout.memory.RECIPES`; a recipe torchtitan has no setting for is
+    refused."""
+    from .. import memory
+
+    rec = memory.get_recipe(recipe)
+    if rec.fp8:
+        if rec.name not in FP8_CONVERTERS:
+            raise _refuse(f"recipe {rec.name}", "its FP8 converters scale tensor-wise from "
+                          "each tensor's own amax or in MX blocks (recipes "
+                          f"{', '.join(FP8_CONVERTERS)})")
+        return "bfloat16", FP8_CONVERTERS[rec.name]
+    if rec.name in ("mixed-adam", "megatron-bf16"):
+        return "bfloat16", None
+    if rec.name == "fp32-adam":
+        return "float32", None
+    raise _refuse(f"recipe {rec.name}", "its mixed precision keeps bf16 or fp32 parameters "
+                  "with fp32 master weights and Adam (recipes mixed-adam, megatron-bf16, "
+                  "fp32-adam, and FP8 as above)")
+
+
+def to_torchtitan_toml(plan: Plan, model: ModelSpec | None = None, *,
+                       result: PlanResult | None = None, recipe: str = "mixed-adam") -> str:
+    """The plan as a torchtitan TOML fragment (``[parallelism]``, ``[training]``,
+    ``[activation_checkpoint]``, and for an FP8 recipe ``[model] converters`` with its
+    ``[quantize.linear...]`` recipe) after a ``#`` header with the prediction.
+
+    ``[model]``'s name and flavor and the data settings are left to the user. ``recipe`` is
+    the precision recipe the plan was priced with (:data:`FP8_CONVERTERS`). Raises
+    :class:`UnsupportedPlanError` for a plan torchtitan cannot run.
     """
     if not isinstance(plan, Plan):
         raise ValueError(f"plan must be a scaleout.plan.Plan, got {type(plan).__name__}")
     check_torchtitan(plan)
+    param_dtype, converter = _precision(recipe)
     seq = plan.seq_len if plan.seq_len is not None else (model.seq_len if model else None)
     if seq is None:
         raise ValueError("the plan has no seq_len and no model was given: torchtitan needs "
@@ -351,7 +388,7 @@ def to_torchtitan_toml(plan: Plan, model: ModelSpec | None = None, *,
                 p("pipeline_parallel_layers_per_stage", model.n_layers // plan.pp)
     local = plan.global_batch // plan.dp if plan.pp > 1 else plan.micro_batch
     training = [("local_batch_size", local), ("global_batch_size", plan.global_batch),
-                ("seq_len", seq), ("mixed_precision_param", "bfloat16")]
+                ("seq_len", seq), ("mixed_precision_param", param_dtype)]
     for key, _ in training:
         used(_F, "training." + key)
     ac = [("mode", {"none": "none", "full": "full", "selective": "selective"}[plan.recompute])]
@@ -367,15 +404,24 @@ def to_torchtitan_toml(plan: Plan, model: ModelSpec | None = None, *,
                      "which saves matrix multiplies rather than Korthikanti et al.'s exact set.")
     if plan.pp > 1 and plan.zero_stage == 0 and plan.dp == 1:
         notes.append("No data parallelism (dp = 1).")
+    sections = [("parallelism", par), ("training", training), ("activation_checkpoint", ac)]
+    if converter is not None:
+        name, key, recipe_name = converter
+        sections.insert(0, ("model", [(used(_F, "model.converters").split(".", 1)[1],
+                                       [name])]))
+        sections.append((name, [(used(_F, key).rsplit(".", 1)[1], recipe_name)]))
+        notes.append(f"FP8: torchao's {name.rsplit('.', 1)[1]} Linear layers "
+                     f"(recipe {recipe_name}), as the plan was priced (recipe {recipe}).")
     out = ["# " + line for line in header_lines(_F, plan, result, notes)]
-    for section, items in (("parallelism", par), ("training", training),
-                           ("activation_checkpoint", ac)):
+    for section, items in sections:
         out.append(f"\n[{section}]")
         out += [f"{key} = {_toml_value(value)}" for key, value in items]
     return "\n".join(out) + "\n"
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
