@@ -737,3 +737,115 @@ def test_defaults_one_link_per_gpu_and_nodes_of_eight():
     assert reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"]) == pytest.approx(one_link,
                                                                                 rel=1e-9)
     assert reliability.mtbf_h(n, gpus_per_node=4) == pytest.approx(1296 / 465, rel=1e-9)
+
+
+# ================================================================ Monte Carlo, by a plain loop
+def _kept_by_loop(starts, offsets, segments, tau, length, t):
+    """Kept compute from 0 to ``t`` of one run, summed segment by segment: interval ``i``
+    keeps work during the first ``tau`` of each of its ``segments[i]`` segments, which begin
+    ``offsets[i]`` after its start, one every ``length``."""
+    total = 0.0
+    for s, o, n in zip(starts, offsets, segments, strict=True):
+        for k in range(int(n)):
+            a = s + o + k * length
+            total += min(max(t - a, 0.0), tau)
+    return total
+
+
+def _intervals(fail, horizon, restart, length):
+    """The intervals a run's failure times make: starts, restart offsets, whole segments."""
+    starts = [0.0, *fail]
+    ends = [*fail, horizon]
+    offsets = [0.0] + [restart] * len(fail)
+    segments = [max(e - s - o, 0.0) // length for s, e, o in zip(starts, ends, offsets,
+                                                                  strict=True)]
+    return starts, offsets, segments
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_cumulative_kept_compute_equals_a_plain_loop(seed):
+    """K(t), the kept compute up to ``t`` that the elastic Monte Carlo integrates, against a
+    segment-by-segment loop: rows with different numbers of failures (padded with inf), times
+    before 0 and after the horizon, inside compute, inside checkpoints and inside restarts."""
+    from scaleout.reliability.montecarlo import _cumulative_kept
+    rng = np.random.default_rng(seed)
+    horizon, tau, delta, restart = 50_000.0, 900.0, 100.0, 1_500.0
+    length = tau + delta
+    rows = [np.sort(rng.uniform(0, horizon, size=k)) for k in (0, 3, 9, 1)]
+    cols = 1 + max(len(r) for r in rows)
+    starts = np.full((len(rows), cols), np.inf)
+    offsets = np.zeros_like(starts)
+    segments = np.zeros_like(starts)
+    for i, fail in enumerate(rows):
+        s, o, n = _intervals(list(fail), horizon, restart, length)
+        starts[i, :len(s)], offsets[i, :len(s)], segments[i, :len(s)] = s, o, n
+    cum = _cumulative_kept(starts, offsets, segments, tau, length, horizon)
+    t = np.concatenate([[-5.0, 0.0, 450.0, 950.0, horizon, horizon + 7_000.0],
+                        rng.uniform(0, horizon, size=40)])
+    got = cum(np.broadcast_to(t, (len(rows), t.size)))
+    for i, fail in enumerate(rows):
+        s, o, n = _intervals(list(fail), horizon, restart, length)
+        want = [_kept_by_loop(s, o, n, tau, length, min(max(x, 0.0), horizon)) for x in t]
+        assert got[i] == pytest.approx(want, rel=1e-12, abs=1e-9)
+    # by hand: 450 s into the first segment, 450 s kept; at 950 s the segment's 900 s
+    assert got[1, 2] == 450.0 and got[1, 3] == 900.0 and got[1, 0] == 0.0
+
+
+def test_kept_compute_after_a_restart_by_hand():
+    """``_kept_compute(v, n, tau, L)``: 2 whole segments of tau = 900 s in L = 1,000 s, then
+    part of the third up to tau; never more than the n segments the interval has."""
+    from scaleout.reliability.montecarlo import _kept_compute
+    v = np.array([-10.0, 0.0, 500.0, 950.0, 2_300.0, 2_950.0, 9_999.0])
+    got = _kept_compute(v, np.full(v.size, 3.0), 900.0, 1_000.0)
+    assert list(got) == [0.0, 0.0, 500.0, 900.0, 2_100.0, 2_700.0, 2_700.0]
+    assert list(_kept_compute(v, np.full(v.size, 2.0), 900.0, 1_000.0)) == [
+        0.0, 0.0, 500.0, 900.0, 1_800.0, 1_800.0, 1_800.0]
+
+
+@pytest.mark.parametrize(("seed", "repair_h", "dp"), [(0, 6.0, 4), (5, 30.0, 16)])
+def test_elastic_simulation_equals_a_plain_loop_over_its_failures(seed, repair_h, dp):
+    """simulate(dp=..., repair_s=...) per run against a loop over the same failure times
+    (drawn as simulate draws them: the run's failures in [0, H), then those of the repair
+    window before 0, mirrored): each failure at ``w`` takes one of ``dp`` replicas away for
+    the repair, so the work kept in ``[w, w + repair]`` (clipped to ``[0, H]``) counts
+    ``1/dp`` less. The failure count, the kept work, the goodput, the analytic and finite-
+    horizon expectations and the edge term ``(M + T_repair)/(H dp)`` of the tolerance."""
+    from scaleout.reliability.montecarlo import _failure_times
+    horizon, tau, delta, m, restart = 4 * DAY, HOUR, 5 * MIN, 5 * HOUR, 20 * MIN
+    repair, reps = repair_h * HOUR, 6
+    sim = reliability.simulate(horizon, tau, delta, m, restart, reps=reps, seed=seed, dp=dp,
+                               repair_s=repair)
+    rng = np.random.default_rng(seed)
+    fail = _failure_times(rng, reps, 0.0, horizon, m)
+    pre = -_failure_times(rng, reps, 0.0, repair, m)
+    length = tau + delta
+    for i in range(reps):
+        run = [x for x in fail[i] if np.isfinite(x)]
+        s, o, n = _intervals(run, horizon, restart, length)
+        kept = sum(n) * tau
+        windows = [x for x in pre[i] if np.isfinite(x)] + run
+        assert len(windows) >= 1
+        lost = sum(_kept_by_loop(s, o, n, tau, length, min(w + repair, horizon))
+                   - _kept_by_loop(s, o, n, tau, length, max(w, 0.0)) for w in windows)
+        assert sim.failures[i] == len(run)
+        assert sim.kept_s[i] == pytest.approx(kept - lost / dp, rel=1e-12)
+        assert sim.goodput[i] == pytest.approx((kept - lost / dp) / horizon, rel=1e-12)
+    cap = reliability.elastic_capacity(tau, delta, m, restart, repair_s=repair, dp=dp)
+    assert sim.analytic == pytest.approx(reliability.goodput(tau, delta, m, restart) * cap,
+                                         rel=1e-14)
+    assert sim.expected == pytest.approx(
+        reliability.expected_goodput_finite(horizon, tau, delta, m, restart) * cap, rel=1e-14)
+    assert sim.edge == pytest.approx((m + repair) / (horizon * dp), rel=1e-14)
+    assert sim.tolerance == pytest.approx(4 * sim.stderr + sim.edge, rel=1e-14)
+
+
+def test_simulation_without_failures_keeps_whole_segments():
+    """An MTBF of 300,000 years: no failure in 10.5 h, so every run keeps the 10 whole
+    segments' 59 min of work (floor(10.5 h / 1 h) x 59 min), exactly; elastic or not."""
+    horizon = 10.5 * HOUR
+    plain = reliability.simulate(horizon, HOUR - 60, 60.0, 1e13, 300.0, reps=3)
+    assert list(plain.kept_s) == [10 * (HOUR - 60)] * 3 and list(plain.failures) == [0] * 3
+    assert plain.edge == 0.0 and plain.stderr < 1e-15
+    shrink = reliability.simulate(horizon, HOUR - 60, 60.0, 1e13, 300.0, reps=3, dp=8,
+                                  repair_s=HOUR)
+    assert list(shrink.kept_s) == [10 * (HOUR - 60)] * 3
