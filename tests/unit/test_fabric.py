@@ -136,6 +136,27 @@ def test_switch_catalog_radixes() -> None:
     assert all(chip.source for chip in fabric.switch_chips())
 
 
+def test_switch_radix_at_an_unlisted_speed_by_hand() -> None:
+    """A speed the catalog does not list: capacity (the first configuration) over the speed,
+    Quantum-X800's 144 x 800G at 400G is 288 ports, Quantum-2's 64 x 400G at 100G is 256."""
+    assert fabric.switch_chip("Quantum-X800").radix(400) == 144 * 800 // 400 == 288
+    assert fabric.switch_chip("Quantum-2").radix(100) == 64 * 400 // 100 == 256
+    assert fabric.switch_chip("Quantum-2").radix(200) == 128  # a listed one
+
+
+def test_switch_chip_keeps_its_configurations_as_tuples() -> None:
+    """A chip built from lists (as TOML gives them) holds tuples (read-only); the two lists
+    must match in length and not be empty."""
+    import dataclasses
+    chip = dataclasses.replace(fabric.switch_chip("Quantum-2"), ports=[64, 128],
+                               port_gbps=[400, 200])
+    assert chip.ports == (64, 128) and chip.port_gbps == (400, 200)
+    assert isinstance(chip.ports, tuple) and isinstance(chip.port_gbps, tuple)
+    for ports, speeds in (([], []), ([64], [400, 200])):
+        with pytest.raises(ValueError, match="field 'ports' must list one count per entry"):
+            dataclasses.replace(chip, ports=ports, port_gbps=speeds)
+
+
 def test_rail_layout_counts() -> None:
     r = fabric.rail_layout(32, 8, 64)  # one scalable unit: 32 nodes, 8 rails
     assert (r.groups, r.leaves, r.spines) == (1, 8, 4)
