@@ -379,3 +379,168 @@ def test_malformed_switch_entry_names_the_field(tmp_path) -> None:
                     'ports = [64, 32]\nport_gbps = [800]\nyear = 2024\nsource = "s"\n')
     with pytest.raises(ValueError, match=r"switches.toml: \[\[switch\]\] entry 1 \('x'\)"):
         catalog.load_entries(path, "switch", fabric.SwitchChip)
+
+
+# ------------------------------------------------------------------ traffic, by plain loops
+def _greedy_by_heap(rates, jobs, size=1.0):
+    """Finish time of ``jobs`` equal jobs of ``size`` packets, each sent to the path that
+    completes it first (a heap of each path's next completion), paths of speeds ``rates``."""
+    import heapq
+    heap = [(size / r, j, 1) for j, r in enumerate(rates)]
+    heapq.heapify(heap)
+    t = 0.0
+    for _ in range(jobs):
+        t, j, k = heapq.heappop(heap)
+        heapq.heappush(heap, ((k + 1) * size / rates[j], j, k + 1))
+    return t
+
+
+def _load_balance_by_loop(n_flows, n_paths, load, slowdown, trials, seed, slow_paths,
+                          slow_factor, message_packets, flowlet_packets):
+    """simulate_load_balance's model, trial by trial: the same draws (each flow's path, then
+    each path's loss), then each scheme packet by packet or path by path."""
+    rng = np.random.default_rng(seed)
+    path = rng.integers(0, n_paths, size=(trials, n_flows))
+    loss = (rng.uniform(0.0, slowdown, size=(trials, n_paths)) if slowdown > 0
+            else np.zeros((trials, n_paths)))
+    per_flow = max(1, round(message_packets / n_flows))
+    n_pkts = n_flows * per_flow
+    ideal = n_pkts / (load * n_paths)
+    flow_rate = load * n_paths / n_flows
+    bursts = math.ceil(per_flow / flowlet_packets)
+    per_burst = per_flow / bursts
+    out = {k: [] for k in ("ecmp", "sync", "spray", "flowlet", "rr", "queue", "held", "max")}
+    for t in range(trials):
+        rates = [(1 - loss[t, j]) * (slow_factor if j < slow_paths else 1.0)
+                 for j in range(n_paths)]
+        counts = [int(np.sum(path[t] == j)) for j in range(n_paths)]
+        served = sum(min(r, c * flow_rate) for r, c in zip(rates, counts, strict=True))
+        out["ecmp"].append(min(1.0, served / (load * n_paths)))
+        worst = min(r / c for r, c in zip(rates, counts, strict=True) if c > 0)
+        out["sync"].append(min(1.0, worst / flow_rate))
+        out["max"].append(max(c * flow_rate / r for r, c in zip(rates, counts, strict=True)))
+        out["spray"].append(min(1.0, ideal / max(_greedy_by_heap(rates, n_pkts), ideal)))
+        finish = _greedy_by_heap(rates, bursts * n_flows, per_burst)
+        out["flowlet"].append(min(1.0, ideal / max(finish, ideal)))
+        # round robin: packet k on path k mod E, each path delivering at min(r, load)
+        n_j = [sum(1 for k in range(n_pkts) if k % n_paths == j) for j in range(n_paths)]
+        speed = [min(r, load) for r in rates]
+        slowest = max(n / s for n, s in zip(n_j, speed, strict=True))
+        out["rr"].append(min(1.0, ideal / max(slowest, ideal)))
+        out["queue"].append(max(n * max(0.0, 1 - r / load) for n, r in zip(n_j, rates,
+                                                                            strict=True)))
+        held = 0.0
+        for n_end, s_end in zip(n_j, speed, strict=True):  # at each path's finish time
+            done = [min(s * (n_end / s_end), n) for n, s in zip(n_j, speed, strict=True)]
+            held = max(held, sum(done) - n_paths * min(done))
+        out["held"].append(held)
+    return {k: np.array(v) for k, v in out.items()}, n_pkts, per_burst
+
+
+@pytest.mark.parametrize(("flows", "paths", "kw"), [
+    (8, 4, dict(load=1.0, slowdown=0.0, slow_paths=0, slow_factor=0.5, message_packets=1024,
+                flowlet_packets=64)),
+    (6, 4, dict(load=0.7, slowdown=0.4, slow_paths=1, slow_factor=0.3, message_packets=100,
+                flowlet_packets=5)),
+    (3, 5, dict(load=0.9, slowdown=0.2, slow_paths=2, slow_factor=0.6, message_packets=61,
+                flowlet_packets=7.5)),
+])
+def test_load_balance_equals_a_packet_by_packet_loop(flows, paths, kw):
+    """Every output of simulate_load_balance, trial by trial, against a loop that draws the
+    same hash and path speeds and then serves the packets one at a time (a heap of the
+    paths' next completions for spraying and flowlets, packet k on path k mod E for round
+    robin): a check of the vectorised queues, not of the draws."""
+    trials, seed = 25, 4
+    r = fabric.simulate_load_balance(flows, paths, load=kw["load"],
+                                     path_slowdown=kw["slowdown"], trials=trials, seed=seed,
+                                     slow_paths=kw["slow_paths"], slow_factor=kw["slow_factor"],
+                                     message_packets=kw["message_packets"],
+                                     flowlet_packets=kw["flowlet_packets"])
+    want, n_pkts, per_burst = _load_balance_by_loop(flows, paths, kw["load"], kw["slowdown"],
+                                                    trials, seed, kw["slow_paths"],
+                                                    kw["slow_factor"], kw["message_packets"],
+                                                    kw["flowlet_packets"])
+    assert (r.n_flows, r.n_paths, r.load) == (flows, paths, kw["load"])
+    assert r.message_packets == n_pkts and r.flowlet_packets == pytest.approx(per_burst)
+    for got, key in ((r.ecmp_utilisation, "ecmp"), (r.ecmp_sync, "sync"),
+                     (r.spray_utilisation, "spray"), (r.flowlet_utilisation, "flowlet"),
+                     (r.rr_utilisation, "rr"), (r.rr_queue_packets, "queue"),
+                     (r.rr_reorder_packets, "held"), (r.max_path_load, "max")):
+        assert got == pytest.approx(want[key], rel=1e-9, abs=1e-12), key
+    assert r.ecmp_mean == pytest.approx(want["ecmp"].mean(), rel=1e-12)
+    assert r.spray_mean == pytest.approx(want["spray"].mean(), rel=1e-12)
+    assert r.ecmp_sync_mean == pytest.approx(want["sync"].mean(), rel=1e-12)
+    assert r.rr_mean == pytest.approx(want["rr"].mean(), rel=1e-12)
+    assert r.flowlet_mean == pytest.approx(want["flowlet"].mean(), rel=1e-12)
+    assert r.capacity_mean == pytest.approx(r.path_rates.mean(), rel=1e-12)
+
+
+def test_load_balance_sweep_is_one_simulation_per_cell() -> None:
+    """A 2 x 3 grid (paths by flows) with every option passed on: each cell is the mean of
+    the simulation at that cell's flows and paths."""
+    kw = dict(slow_paths=1, slow_factor=0.4, message_packets=48, flowlet_packets=4)
+    flows, paths = [2, 3, 8], [2, 4]
+    s = fabric.load_balance_sweep(flows, paths, load=0.8, path_slowdown=0.3, trials=30,
+                                  seed=6, **kw)
+    assert set(s) == {"ecmp", "ecmp_sync", "spray", "rr", "flowlet"}
+    for i, e in enumerate(paths):
+        for j, f in enumerate(flows):
+            r = fabric.simulate_load_balance(f, e, load=0.8, path_slowdown=0.3, trials=30,
+                                             seed=6, **kw)
+            assert s["ecmp"][i, j] == r.ecmp_mean and s["spray"][i, j] == r.spray_mean
+            assert s["ecmp_sync"][i, j] == r.ecmp_sync_mean and s["rr"][i, j] == r.rr_mean
+            assert s["flowlet"][i, j] == r.flowlet_mean
+
+
+def _reordering_by_loop(n_paths, rate_gbps, packet_bytes, n_packets, skew_us, jitter_us, seed):
+    """A receiver's reorder buffer, event by event: packets in order of arrival, each held
+    until every earlier packet has arrived; the same draws as the simulation (each path's
+    delay, then each packet's jitter)."""
+    rng = np.random.default_rng(seed)
+    t_pkt = packet_bytes * 8 / (rate_gbps * 1e9)
+    m = n_packets - n_packets % n_paths
+    delay = rng.uniform(0.0, skew_us * 1e-6, size=n_paths)
+    jitter = rng.uniform(0.0, jitter_us * 1e-6, size=m)
+    arrive, last = [], [0.0] * n_paths
+    for i in range(m):
+        j = i % n_paths
+        last[j] = max(last[j], i * t_pkt + delay[j] + jitter[i])  # first in, first out
+        arrive.append(last[j])
+    deliver, t = [], 0.0
+    for a in arrive:
+        t = max(t, a)
+        deliver.append(t)
+    buffered, nxt, most = set(), 0, 0
+    order = sorted(range(m), key=lambda i: arrive[i])
+    k = 0
+    while k < m:  # every packet arriving at the same instant, then release what is in order
+        now = arrive[order[k]]
+        while k < m and arrive[order[k]] == now:
+            buffered.add(order[k])
+            k += 1
+        while nxt in buffered:
+            buffered.remove(nxt)
+            nxt += 1
+        most = max(most, len(buffered))
+    waited = sum(1 for a, d in zip(arrive, deliver, strict=True) if d > a) / m
+    utilisation = min(1.0, m * t_pkt / (deliver[-1] - deliver[0] + t_pkt))
+    return most * packet_bytes, waited, utilisation
+
+
+@pytest.mark.parametrize(("paths", "packets", "skew", "jitter", "seed"), [
+    (4, 3_000, 2.0, 0.5, 0), (3, 2_001, 0.3, 1.0, 5), (8, 1_003, 5.0, 0.0, 2),
+])
+def test_reordering_equals_an_event_loop(paths, packets, skew, jitter, seed):
+    """simulate_reordering against a receiver simulated packet by packet (the same draws):
+    the most bytes held, the share of packets that waited, the delivery utilisation, and the
+    bound rate x (skew + jitter) + one packet, here at 400 Gb/s and 2 KiB packets."""
+    r = fabric.simulate_reordering(paths, rate_gbps=400.0, packet_bytes=2048,
+                                   n_packets=packets, skew_us=skew, jitter_us=jitter,
+                                   seed=seed)
+    held, waited, util = _reordering_by_loop(paths, 400.0, 2048, packets, skew, jitter, seed)
+    assert r.buffer_bytes == held
+    assert r.out_of_order_fraction == pytest.approx(waited, rel=1e-12)
+    assert r.delivery_utilisation == pytest.approx(util, rel=1e-12)
+    assert r.bound_bytes == pytest.approx(400e9 / 8 * (skew + jitter) * 1e-6 + 2048,
+                                          rel=1e-12)
+    assert r.buffer_bytes <= r.bound_bytes
