@@ -849,3 +849,37 @@ def test_simulation_without_failures_keeps_whole_segments():
     shrink = reliability.simulate(horizon, HOUR - 60, 60.0, 1e13, 300.0, reps=3, dp=8,
                                   repair_s=HOUR)
     assert list(shrink.kept_s) == [10 * (HOUR - 60)] * 3
+
+
+def test_checkpoint_plan_layouts_fields_and_floors_by_hand():
+    """A 1e9-parameter model, 14 GB per checkpoint (10 GB weights-only is 2 GB: 2 bytes each,
+    exactly). On 64 GPUs at 100 GB/s of storage without a writer limit the write takes
+    14 GB / 100 GB/s = 0.14 s (nothing else bounds it) and blocks for that; rank 0 writes
+    alone, a replica with the default tp = pp = 1 is one GPU; an asynchronous plan blocks for
+    its snapshot, 14 GB / 64 over 2 GB/s of host copy."""
+    assert reliability.checkpoint_bytes(1e9, optimizer=False) == 2e9
+    plan = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100)
+    assert plan.write_s == pytest.approx(0.14, rel=1e-12) == plan.blocking_s == plan.restore_s
+    assert plan.snapshot_s == 0.0 and plan.layout == "sharded" and plan.asynchronous is False
+    rank0 = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, layout="rank0")
+    assert rank0.writers == 1 and rank0.per_writer_bytes == 14e9 and rank0.layout == "rank0"
+    replica = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, layout="replica")
+    assert replica.writers == 1 and replica.per_writer_bytes == pytest.approx(14e9, rel=1e-15)
+    slow = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, layout="replica",
+                                       tp=2, pp=4, writer_gbytes_s=1.0)
+    assert slow.writers == 8 and slow.write_s == pytest.approx(14e9 / 8 / 1e9, rel=1e-12)
+    snap = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, asynchronous=True,
+                                       snapshot_gbytes_s=2)
+    assert snap.asynchronous is True
+    assert snap.blocking_s == snap.snapshot_s == pytest.approx(14e9 / 64 / 2e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(writer_gbytes_s=0), "writer_gbytes_s must be"),
+    (dict(read_gbytes_s=-1), "read_gbytes_s must be"),
+    (dict(asynchronous=True, snapshot_gbytes_s=0), "snapshot_gbytes_s must be"),
+    (dict(tp=4, pp=32), "tp x pp = 128 must divide n_gpus = 64"),
+])
+def test_checkpoint_plan_names_a_bad_bandwidth_or_layout(kw, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, **kw)
