@@ -883,3 +883,45 @@ def test_checkpoint_plan_layouts_fields_and_floors_by_hand():
 def test_checkpoint_plan_names_a_bad_bandwidth_or_layout(kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, **kw)
+
+
+def _poisson_quantile(a, risk):
+    """Smallest S with P(Poisson(a) > S) <= risk, summing the probabilities in logarithms
+    one term at a time (exp(-a) alone underflows past a ~ 745)."""
+    cdf, k = 0.0, 0
+    while True:
+        cdf += math.exp(k * math.log(a) - a - math.lgamma(k + 1))
+        if 1 - cdf <= risk:
+            return k
+        k += 1
+
+
+@pytest.mark.parametrize(("rate_per_h", "repair_h", "risk"), [
+    (0.1, 3.0, 1e-9), (0.3, 48.0, 1e-3), (2.0, 100.0, 1e-6), (40.0, 50.0, 1e-9),
+])
+def test_spares_needed_far_into_the_tail(rate_per_h, repair_h, risk):
+    """From 0.3 to 2,000 nodes under repair on average, down to a risk of 1e-9: the quantile
+    lies about 6 standard deviations out, which the sum must reach. A risk of 1 (every
+    failure may find no spare) is refused."""
+    a = rate_per_h * repair_h
+    assert reliability.spares_needed(rate_per_h, repair_h * HOUR, risk) == \
+        _poisson_quantile(a, risk)
+    with pytest.raises(ValueError, match=re.escape("risk must be a probability below 1, got 1.0")):
+        reliability.spares_needed(rate_per_h, repair_h * HOUR, 1.0)
+
+
+def test_exact_optimum_uses_dalys_expansion_only_below_one_part_in_a_billion():
+    """Where delta/M < 1e-9 the exact optimum is Daly's expansion (the Lambert W form cancels
+    there); at 1e-6 it is the Lambert W form, which differs from Daly's in the 13th digit but
+    satisfies the optimality condition (tau/M - 1) e^(tau/M - 1) = -e^(-delta/M - 1). Arrays
+    mixing both are handled element by element."""
+    m = 1e7
+    delta = np.array([1e-4, 1e-3, 10.0, 1e3])  # delta/M = 1e-11, 1e-10, 1e-6, 1e-4
+    best = reliability.exact_optimal_interval_s(delta, m)
+    daly = reliability.daly_interval_s(delta, m)
+    assert best[0] == daly[0] and best[1] == daly[1]
+    for d, tau in zip(delta[2:], best[2:], strict=True):
+        x = tau / m - 1
+        assert x * math.exp(x) == pytest.approx(-math.exp(-d / m - 1), rel=1e-14)
+    assert best[2] != daly[2]
+    assert reliability.exact_optimal_interval_s(1e-3, m) == daly[1]
