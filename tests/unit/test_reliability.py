@@ -925,3 +925,47 @@ def test_exact_optimum_uses_dalys_expansion_only_below_one_part_in_a_billion():
         assert x * math.exp(x) == pytest.approx(-math.exp(-d / m - 1), rel=1e-14)
     assert best[2] != daly[2]
     assert reliability.exact_optimal_interval_s(1e-3, m) == daly[1]
+
+
+def test_simulation_size_checks_count_failures_and_segments_by_hand():
+    """The refusal before a simulation too big to hold: a horizon of 100 MTBFs draws room for
+    100 + 6 sqrt(100) + 16 = 176 failures per run, 4 arrays of them; 28,000 runs are
+    19.7 million elements (accepted, under 20 million), 30,000 are 21.1 million (refused).
+    A horizon of 10^8 s in segments of 2 s is 5 x 10^7 segments (refused)."""
+    m = 1_000.0
+    sim = reliability.simulate(100 * m, 5_000.0, 0.0, m, reps=28_000)
+    assert sim.goodput.shape == (28_000,)
+    with pytest.raises(ValueError, match=re.escape(
+            "reps=30,000 runs of 176 failures each (horizon_s / mtbf_s) would need about "
+            "2.11e+07 elements")):
+        reliability.simulate(100 * m, 5_000.0, 0.0, m, reps=30_000)
+    with pytest.raises(ValueError, match=re.escape(
+            "a run of 5e+07 segments (horizon_s / (interval_s + delta_s)) would need about")):
+        reliability.simulate_timeline(1e8, 1.0, 1.0, 1e12)
+
+
+def test_an_interval_may_equal_but_not_undercut_the_write_time():
+    """interval_s = delta_s is allowed (the next checkpoint starts as the last ends); the first
+    interval shorter than the write time is named, with the write time it undercuts."""
+    m = 3 * HOUR
+    assert reliability.goodput(60.0, 60.0, m) > 0
+    assert reliability.goodput(90.0, 30.0, m, write_s=90.0) > 0
+    with pytest.raises(ValueError, match=re.escape(
+            "interval_s = 30 s is shorter than the checkpoint write time delta_s (60 s)")):
+        reliability.goodput(np.array([100.0, 30.0, 20.0]), 60.0, m)
+    with pytest.raises(ValueError, match=re.escape(
+            "interval_s = 80 s is shorter than the checkpoint write time delta_s or write_s "
+            "(150 s)")):
+        reliability.goodput(np.array([200.0, 80.0]), 10.0, m, write_s=np.array([100.0, 150.0]))
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_timeline_draws_the_failures_simulate_draws(seed):
+    """simulate_timeline's failures are the first row of simulate's draw for the same seed:
+    Poisson times from 0 (not shifted), finite ones only."""
+    from scaleout.reliability.montecarlo import _failure_times
+    horizon, m = 2 * DAY, 2 * HOUR
+    tl = reliability.simulate_timeline(horizon, HOUR, 60.0, m, 300.0, seed=seed)
+    want = _failure_times(np.random.default_rng(seed), 1, 0.0, horizon, m)[0]
+    assert np.array_equal(tl.failures_s, want[np.isfinite(want)])
+    assert tl.horizon_s == horizon and len(tl.failures_s) >= 10
