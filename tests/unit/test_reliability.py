@@ -931,12 +931,17 @@ def test_simulation_size_checks_count_failures_and_segments_by_hand():
     """The refusal before a simulation too big to hold: a horizon of 100 MTBFs draws room for
     100 + 6 sqrt(100) + 16 = 176 failures per run, 4 arrays of them: 30,000 runs are 21.1
     million elements, over the 20 million allowed. A horizon of 10^8 s in segments of 2 s
-    is 5 x 10^7 segments."""
+    is 5 x 10^7 segments. A timeline is one run: 10^7 MTBFs are refused as 1 run of about
+    10^7 failures."""
     m = 1_000.0
     with pytest.raises(ValueError, match=re.escape(
             "reps=30,000 runs of 176 failures each (horizon_s / mtbf_s) would need about "
             "2.11e+07 elements")):
         reliability.simulate(100 * m, 5_000.0, 0.0, m, reps=30_000)
+    with pytest.raises(ValueError, match=re.escape(  # a timeline is one run
+            "reps=1 runs of 1e+07 failures each (horizon_s / mtbf_s) would need about "
+            "4.01e+07 elements")):
+        reliability.simulate_timeline(1e7 * m, 5_000.0, 0.0, m)
     with pytest.raises(ValueError, match=re.escape(
             "a run of 5e+07 segments (horizon_s / (interval_s + delta_s)) would need about")):
         reliability.simulate_timeline(1e8, 1.0, 1.0, 1e12)
