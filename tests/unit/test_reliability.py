@@ -972,3 +972,19 @@ def test_timeline_draws_the_failures_simulate_draws(seed):
     want = _failure_times(np.random.default_rng(seed), 1, 0.0, horizon, m)[0]
     assert np.array_equal(tl.failures_s, want[np.isfinite(want)])
     assert tl.horizon_s == horizon and len(tl.failures_s) >= 10
+
+
+@pytest.mark.parametrize("x", [0.5, 29.0, 30.5, 45.0])
+def test_log10_run_time_on_both_sides_of_the_stable_form(x):
+    """log10 of (W/tau) M (e^x - 1), x = (tau + delta)/M, by math.expm1 (finite here), on both
+    sides of x = 30 where the function switches to x + log(1 - e^-x); no restart by default."""
+    m = 1_000.0
+    tau = x * m
+    want = math.log10(1.0 * m * math.expm1(x))
+    assert reliability.log10_expected_run_time_s(tau, tau, 0.0, m) == pytest.approx(want,
+                                                                                rel=1e-13)
+
+
+def test_studies_are_the_file_order():
+    assert [s.name for s in reliability.studies()] == reliability.study_names() == [
+        "llama3-405b", "meta-rsc1", "meta-rsc2", "opt-175b", "alibaba-hpn"]
