@@ -988,3 +988,52 @@ def test_log10_run_time_on_both_sides_of_the_stable_form(x):
 def test_studies_are_the_file_order():
     assert [s.name for s in reliability.studies()] == reliability.study_names() == [
         "llama3-405b", "meta-rsc1", "meta-rsc2", "opt-175b", "alibaba-hpn"]
+
+
+_SMALL_FAILURES = '''
+[[study]]
+name = "tiny"
+title = "a made-up study"
+source = "none"
+gpus = 64
+days = 10
+events_total = 3
+
+[[failure]]
+name = "GPU fell off the bus"
+study = "tiny"
+part = "GPU"
+counted_per = "gpu"
+value = 3
+meaning = "events"
+source = "none"
+
+[[figure]]
+name = "a figure"
+value = 1.0
+unit = "s"
+source = "none"
+'''
+
+
+def test_a_study_counted_per_gpu_needs_no_node_size(tmp_path):
+    """A study without gpus_per_node loads when every row is counted per GPU (only rows
+    counted per node need it): 3 events on 64 GPUs in 10 days."""
+    path = tmp_path / "small.toml"
+    path.write_text(_SMALL_FAILURES, encoding="utf-8")
+    data = reliability.load_failures(path)
+    assert list(data.studies) == ["tiny"] and data.studies["tiny"].gpus_per_node is None
+    assert data.failures["GPU fell off the bus"].value == 3
+
+
+def test_failure_file_missing_or_with_an_unrelated_table(tmp_path):
+    """A missing file is named as the failure data file; a table like no known one gets no
+    guess, just the three expected."""
+    with pytest.raises(ValueError, match=re.escape("nowhere.toml: failure data file not found")):
+        reliability.load_failures(tmp_path / "nowhere.toml")
+    path = tmp_path / "odd.toml"
+    path.write_text(_SMALL_FAILURES + "\n[[zzz]]\nq = 1\n", encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        reliability.load_failures(path)
+    assert str(err.value) == ("odd.toml: unknown table 'zzz'; expected [[study]], [[failure]], "
+                              "[[figure]]")
