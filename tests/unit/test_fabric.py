@@ -544,3 +544,17 @@ def test_reordering_equals_an_event_loop(paths, packets, skew, jitter, seed):
     assert r.bound_bytes == pytest.approx(400e9 / 8 * (skew + jitter) * 1e-6 + 2048,
                                           rel=1e-12)
     assert r.buffer_bytes <= r.bound_bytes
+
+
+def test_reordering_and_sweep_defaults() -> None:
+    """The documented defaults: 800 Gb/s, 4 KiB packets, 20,000 packets, 2 us of skew and
+    0.5 us of jitter, seed 0; a sweep of 1,000 trials from seed 0. One packet per path is
+    the least a stream can have."""
+    assert fabric.simulate_reordering(4) == fabric.simulate_reordering(
+        4, rate_gbps=800.0, packet_bytes=4096, n_packets=20_000, skew_us=2.0, jitter_us=0.5,
+        seed=0)
+    one_each = fabric.simulate_reordering(4, n_packets=4, skew_us=0.0, jitter_us=0.0)
+    assert one_each.buffer_bytes == 0 and one_each.delivery_utilisation == 1.0
+    default = fabric.load_balance_sweep([2], [3])
+    explicit = fabric.load_balance_sweep([2], [3], trials=1000, seed=0)
+    assert all(np.array_equal(default[k], explicit[k]) for k in default)
