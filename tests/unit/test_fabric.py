@@ -213,6 +213,29 @@ def test_sweep_matches_one_design_at_a_time() -> None:
         assert sw.switch_hops[i] == d.worst_case_switch_hops
 
 
+@pytest.mark.parametrize(("kw", "copper", "lengths"), [
+    (dict(oversubscription=3.0), 5.0, None),
+    (dict(tiers=3), 0.0, {"leaf-spine": 2.0}),
+    (dict(oversubscription=7.0, tiers=2), 40.0, {"endpoint-leaf": 50.0, "spine-core": 1.0}),
+])
+def test_sweep_matches_one_design_at_a_time_with_options(kw, copper, lengths) -> None:
+    """The sweep with oversubscription, forced tiers, 800G ports, one plane, copper up to
+    ``copper`` m and other link lengths: cell by cell what size_fabric and the design's own
+    transceiver count give."""
+    ns = np.array([1, 2, 17, 64, 96, 500, 1_000, 4_000])
+    top = fabric.max_endpoints(32, kw.get("tiers", 3), kw.get("oversubscription", 1.0))
+    ns = ns[ns <= top]
+    sw = fabric.fabric_sweep(ns, 32, 800, copper_max_m=copper, lengths_m=lengths, **kw)
+    assert sw.endpoints.tolist() == ns.tolist()
+    for i, n in enumerate(ns):
+        d = fabric.size_fabric(int(n), 32, 800, **kw)
+        assert sw.tiers[i] == d.tiers
+        assert sw.switches[i] == d.switches and sw.links[i] == d.links
+        assert sw.transceivers[i] == sum(d.transceivers(copper, lengths).values())
+        assert sw.bisection_gbps[i] == pytest.approx(d.bisection_gbps, rel=1e-12)
+        assert sw.switch_hops[i] == d.worst_case_switch_hops
+
+
 # ------------------------------------------------------------------ traffic
 def _four_standard_errors(r) -> float:
     """Four standard errors of a Monte Carlo mean of the trials' utilisation (0 when every
