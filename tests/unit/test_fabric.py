@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -155,6 +156,34 @@ def test_switch_chip_keeps_its_configurations_as_tuples() -> None:
     for ports, speeds in (([], []), ([64], [400, 200])):
         with pytest.raises(ValueError, match="field 'ports' must list one count per entry"):
             dataclasses.replace(chip, ports=ports, port_gbps=speeds)
+
+
+@pytest.mark.parametrize(("nodes", "gpus", "radix", "r", "groups", "spines"), [
+    (40, 8, 64, 1.0, 2, 8),     # d = u = 32: 16 leaves x 32 uplinks over 64-port spines
+    (100, 4, 64, 3.0, 3, 4),    # d = 48, u = 16: 12 leaves, 192 uplinks, a divisor of 16 >= 3
+    (7, 2, 8, 1.0, 2, 2),       # d = u = 4: groups of 4 and 3 nodes, 16 uplinks on 2 spines
+    (1, 8, 16, 1.0, 1, 4),      # d = u = 8: 8 leaves, 64 uplinks on 4 spines of 16 ports
+])
+def test_rail_layout_by_hand_and_by_pairs(nodes, gpus, radix, r, groups, spines) -> None:
+    """Groups of d nodes, one leaf per rail per group, spines the smallest divisor of the
+    uplinks per leaf that has room for them (by hand), and the one-hop share counted over
+    every pair of GPUs in different nodes: the pairs on the same leaf over all pairs."""
+    lay = fabric.rail_layout(nodes, gpus, radix, 800.0, oversubscription=r)
+    assert (lay.groups, lay.leaves, lay.spines) == (groups, groups * gpus, spines)
+    assert lay.gpus == nodes * gpus and lay.switches == groups * gpus + spines
+    assert lay.port_gbps == 800.0 and lay.oversubscription == r and lay.radix == radix
+    assert lay.rail_only == fabric.size_multiplane(nodes, 800.0 * gpus, gpus, radix=radix,
+                                                   oversubscription=r)
+    leaf = {(a, i): lay.leaf_of(a, i) for a in range(nodes) for i in range(gpus)}
+    same = total = 0
+    for (a, i), (b, j) in itertools.permutations(leaf, 2):
+        if a != b:
+            total += 1
+            same += leaf[a, i] == leaf[b, j]
+    assert lay.one_hop_fraction == pytest.approx(same / total if total else 0.0, rel=1e-12)
+    d = lay.nodes_per_group
+    assert all(leaf[a, i] == a // d * gpus + i for a, i in leaf)
+    assert lay.same_rail_one_hop == (groups == 1)
 
 
 def test_rail_layout_counts() -> None:
