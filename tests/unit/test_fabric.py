@@ -581,6 +581,7 @@ def _reordering_by_loop(n_paths, rate_gbps, packet_bytes, n_packets, skew_us, ji
 
 @pytest.mark.parametrize(("paths", "packets", "skew", "jitter", "seed"), [
     (4, 3_000, 2.0, 0.5, 0), (3, 2_001, 0.3, 1.0, 5), (8, 1_003, 5.0, 0.0, 2),
+    (2, 1_000, 5.0, 0.0, 1),  # the last packet's path is 2.2 us slower: it lands last
 ])
 def test_reordering_equals_an_event_loop(paths, packets, skew, jitter, seed):
     """simulate_reordering against a receiver simulated packet by packet (the same draws):
@@ -610,3 +611,32 @@ def test_reordering_and_sweep_defaults() -> None:
     default = fabric.load_balance_sweep([2], [3])
     explicit = fabric.load_balance_sweep([2], [3], trials=1000, seed=0)
     assert all(np.array_equal(default[k], explicit[k]) for k in default)
+
+
+def test_greedy_schedule_equals_a_heap_on_very_unequal_paths() -> None:
+    """The optimal greedy finish time of equal jobs (the closed-form head start, then the last
+    slots one by one) against a heap that places every job on the path that completes it
+    first: speeds from 1 % to 100 %, so the one-by-one phase takes several slots, some on
+    the same path."""
+    from scaleout.fabric.traffic import _greedy_makespan
+    rng = np.random.default_rng(8)
+    for e in (2, 3, 6):
+        rates = rng.uniform(0.01, 1.0, size=(40, e))
+        for jobs in (1, 2, 7, 50):
+            got = _greedy_makespan(rates, jobs)
+            want = [_greedy_by_heap(list(r), jobs) for r in rates]
+            assert got == pytest.approx(want, rel=1e-12), (e, jobs)
+
+
+def test_load_balance_defaults() -> None:
+    """The documented defaults: full load, no random slowdown, 2,000 trials from seed 0, no
+    slow path (factor 0.5 when there is one), 1,024 packets, flowlets of 64."""
+    default = fabric.simulate_load_balance(4, 3)
+    explicit = fabric.simulate_load_balance(4, 3, load=1.0, path_slowdown=0.0, trials=2000,
+                                            seed=0, slow_paths=0, slow_factor=0.5,
+                                            message_packets=1024, flowlet_packets=64)
+    assert default.flowlet_packets == 64.0 and default.message_packets == 1024
+    for name in ("ecmp_utilisation", "ecmp_sync", "spray_utilisation", "flowlet_utilisation",
+                 "rr_utilisation", "max_path_load"):
+        assert np.array_equal(getattr(default, name), getattr(explicit, name)), name
+    assert fabric.simulate_load_balance(4, 3, slow_paths=1).path_rates[0, 0] == 0.5
