@@ -1037,3 +1037,12 @@ def test_failure_file_missing_or_with_an_unrelated_table(tmp_path):
         reliability.load_failures(path)
     assert str(err.value) == ("odd.toml: unknown table 'zzz'; expected [[study]], [[failure]], "
                               "[[figure]]")
+
+
+def test_elastic_capacity_with_sub_second_segments():
+    """Segments shorter than a second (0.5 s of work, 0.1 s of checkpoint) and a 1-minute
+    MTBF: the repair of 20 s spans about 32 segments after the 1 s restart, all of which the
+    sum must reach (the segment-by-segment model as above)."""
+    got = reliability.elastic_capacity(0.5, 0.1, 60.0, 1.0, repair_s=20.0, dp=8)
+    assert got == pytest.approx(_elastic_by_segments(0.5, 0.1, 60.0, 1.0, 20.0, 8), rel=1e-12)
+    assert got < 0.97
