@@ -256,6 +256,8 @@ def test_sweep_matches_one_design_at_a_time_with_options(kw, copper, lengths) ->
     ns = ns[ns <= top]
     sw = fabric.fabric_sweep(ns, 32, 800, copper_max_m=copper, lengths_m=lengths, **kw)
     assert sw.endpoints.tolist() == ns.tolist()
+    for name in ("tiers", "switches", "links", "transceivers", "switch_hops"):
+        assert getattr(sw, name).dtype == np.int64, name
     for i, n in enumerate(ns):
         d = fabric.size_fabric(int(n), 32, 800, **kw)
         assert sw.tiers[i] == d.tiers
@@ -640,3 +642,24 @@ def test_load_balance_defaults() -> None:
                  "rr_utilisation", "max_path_load"):
         assert np.array_equal(getattr(default, name), getattr(explicit, name)), name
     assert fabric.simulate_load_balance(4, 3, slow_paths=1).path_rates[0, 0] == 0.5
+
+
+def test_sweep_defaults_and_cables() -> None:
+    """The sweep's defaults (400G ports, no oversubscription, one plane, the fewest tiers,
+    the default copper reach and lengths) as one call; a design's cables are one per link."""
+    ns = [10, 100, 5_000]
+    a = fabric.fabric_sweep(ns, 64)
+    b = fabric.fabric_sweep(ns, 64, 400.0, 1.0, 1, None, fabric.DEFAULT_COPPER_MAX_M, None)
+    for name in ("tiers", "switches", "links", "transceivers", "bisection_gbps", "switch_hops"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert a.bisection_gbps[1] == fabric.size_fabric(100, 64).bisection_gbps
+    d = fabric.size_fabric(5_000, 64)
+    assert d.cables() == d.links_per_tier and sum(d.cables().values()) == d.links
+
+
+def test_radix_at_rounds_down_to_an_even_count() -> None:
+    """51.2 Tb/s at 1 Tb/s is 51.2 ports: 51 whole ones, rounded down to 50 (ports pair up
+    as down- and uplinks); at 300G, 170.67 gives 170. The bound of 65,536 ports is allowed."""
+    assert fabric.radix_at(51_200, 1_000) == 50
+    assert fabric.radix_at(51_200, 300) == 170
+    assert fabric.radix_at(65_536, 1) == 65_536
