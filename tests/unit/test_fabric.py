@@ -498,6 +498,9 @@ def _load_balance_by_loop(n_flows, n_paths, load, slowdown, trials, seed, slow_p
                 flowlet_packets=5)),
     (3, 5, dict(load=0.9, slowdown=0.2, slow_paths=2, slow_factor=0.6, message_packets=61,
                 flowlet_packets=7.5)),
+    # every path faster than the offered load: round robin queues nothing
+    (4, 4, dict(load=0.5, slowdown=0.2, slow_paths=0, slow_factor=0.5, message_packets=64,
+                flowlet_packets=16)),
 ])
 def test_load_balance_equals_a_packet_by_packet_loop(flows, paths, kw):
     """Every output of simulate_load_balance, trial by trial, against a loop that draws the
