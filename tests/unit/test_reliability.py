@@ -1046,3 +1046,45 @@ def test_elastic_capacity_with_sub_second_segments():
     got = reliability.elastic_capacity(0.5, 0.1, 60.0, 1.0, repair_s=20.0, dp=8)
     assert got == pytest.approx(_elastic_by_segments(0.5, 0.1, 60.0, 1.0, 20.0, 8), rel=1e-12)
     assert got < 0.97
+
+
+def test_simulation_with_sub_second_segments_equals_a_plain_loop():
+    """Segments of 0.4 s of work and 0.1 s of checkpoint, a 3 s restart and a failure every
+    20 s on average: many restarts are cut short by the next failure (no segment then), and
+    every run's kept work is the whole segments of its intervals, counted by a loop."""
+    from scaleout.reliability.montecarlo import _failure_times
+    horizon, tau, delta, m, restart, reps = 600.0, 0.4, 0.1, 20.0, 3.0, 8
+    sim = reliability.simulate(horizon, tau, delta, m, restart, reps=reps, seed=2)
+    fail = _failure_times(np.random.default_rng(2), reps, 0.0, horizon, m)
+    for i in range(reps):
+        run = [x for x in fail[i] if np.isfinite(x)]
+        _, _, n = _intervals(run, horizon, restart, tau + delta)
+        assert sim.kept_s[i] == pytest.approx(sum(n) * tau, rel=1e-12)
+        assert sim.failures[i] == len(run)
+
+
+@pytest.mark.parametrize(("repair", "mtbf"), [(0.0, 50.0), (1.0, 2.0)])
+def test_elastic_simulation_with_short_or_no_repairs(repair, mtbf):
+    """A repair of 0 s loses nothing (capacity 1, the same runs as without elastic shrink);
+    a repair of 1 s with a 2 s MTBF has failures in the second before the run that reach
+    into it, counted by the plain loop over the same draws."""
+    from scaleout.reliability.montecarlo import _failure_times
+    horizon, tau, delta, restart, reps, dp = 60.0, 0.4, 0.1, 0.2, 6, 4
+    sim = reliability.simulate(horizon, tau, delta, mtbf, restart, reps=reps, seed=1, dp=dp,
+                               repair_s=repair)
+    if repair == 0:
+        plain = reliability.simulate(horizon, tau, delta, mtbf, restart, reps=reps, seed=1)
+        assert np.array_equal(sim.kept_s, plain.kept_s) and sim.analytic == plain.analytic
+        return
+    rng = np.random.default_rng(1)
+    fail = _failure_times(rng, reps, 0.0, horizon, mtbf)
+    pre = -_failure_times(rng, reps, 0.0, repair, mtbf)
+    assert np.isfinite(pre).any()
+    length = tau + delta
+    for i in range(reps):
+        run = [x for x in fail[i] if np.isfinite(x)]
+        s, o, n = _intervals(run, horizon, restart, length)
+        windows = [x for x in pre[i] if np.isfinite(x)] + run
+        lost = sum(_kept_by_loop(s, o, n, tau, length, min(w + repair, horizon))
+                   - _kept_by_loop(s, o, n, tau, length, max(w, 0.0)) for w in windows)
+        assert sim.kept_s[i] == pytest.approx(sum(n) * tau - lost / dp, rel=1e-12)
