@@ -879,10 +879,14 @@ def test_checkpoint_plan_layouts_fields_and_floors_by_hand():
     (dict(read_gbytes_s=-1), "read_gbytes_s must be"),
     (dict(asynchronous=True, snapshot_gbytes_s=0), "snapshot_gbytes_s must be"),
     (dict(tp=4, pp=32), "tp x pp = 128 must divide n_gpus = 64"),
+    (dict(storage_gbytes_s=None), "storage_gbytes_s must be a finite number > 0, got None"),
+    (dict(asynchronous=True), "snapshot_gbytes_s: an asynchronous checkpoint needs"),
 ])
 def test_checkpoint_plan_names_a_bad_bandwidth_or_layout(kw, message):
+    """Bad or missing bandwidths are named; the storage bandwidth is required, the others
+    may be None (not limiting), except the snapshot's for an asynchronous checkpoint."""
     with pytest.raises(ValueError, match=re.escape(message)):
-        reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, **kw)
+        reliability.checkpoint_plan(1e9, 64, **({"storage_gbytes_s": 100} | kw))
 
 
 def _poisson_quantile(a, risk):
