@@ -666,3 +666,29 @@ def test_radix_at_rounds_down_to_an_even_count() -> None:
     assert fabric.radix_at(51_200, 1_000) == 50
     assert fabric.radix_at(51_200, 300) == 170
     assert fabric.radix_at(65_536, 1) == 65_536
+
+
+@pytest.mark.parametrize(("n", "tiers", "hops"), [
+    (3, 3, 1), (8, 3, 3), (40, 3, 5), (3, 2, 1), (8, 2, 3), (8, 1, 1),
+])
+def test_worst_case_hops_by_hand_in_small_fabrics(n, tiers, hops) -> None:
+    """Radix 8 (4 endpoints per leaf, 4 leaves per pod): one leaf is 1 switch between any two
+    endpoints, two leaves under one spine layer 3, two pods 5."""
+    d = fabric.size_fabric(n, 8, tiers=tiers)
+    assert d.worst_case_switch_hops == hops
+    assert fabric.fabric_sweep([n], 8, tiers=tiers).switch_hops[0] == hops
+
+
+def test_design_fields_by_hand() -> None:
+    """One tier: every port faces an endpoint (64 down, 0 up) and nothing is oversubscribed,
+    whatever was asked; two tiers at 3:1 keep 3.0. A single endpoint has one link, listed as
+    a link group of one. 400G ports by default; 2 ports is the smallest switch."""
+    one = fabric.size_fabric(10, 64, oversubscription=3.0)
+    assert (one.tiers, one.leaf_down, one.leaf_up, one.oversubscription) == (1, 64, 0, 1.0)
+    two = fabric.size_fabric(1_000, 64, oversubscription=3.0)
+    assert two.tiers == 2 and two.oversubscription == 3.0 and (two.leaf_down, two.leaf_up) == (
+        48, 16)
+    assert fabric.size_fabric(100, 64).port_gbps == 400.0
+    single = fabric.size_fabric(1, 64)
+    assert [(g.count, g.name) for g in single.link_groups()] == [(1, "endpoint-leaf")]
+    assert fabric.radix_at(800, 400) == 2
