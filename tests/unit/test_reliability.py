@@ -1092,3 +1092,29 @@ def test_elastic_simulation_with_short_or_no_repairs(repair, mtbf):
         lost = sum(_kept_by_loop(s, o, n, tau, length, min(w + repair, horizon))
                    - _kept_by_loop(s, o, n, tau, length, max(w, 0.0)) for w in windows)
         assert sim.kept_s[i] == pytest.approx(sum(n) * tau - lost / dp, rel=1e-12)
+
+
+def test_a_study_with_a_total_but_no_rows_is_refused(tmp_path):
+    """A study whose report counts 1 event but that has no rows in the file: its rows add up
+    to 0, not 1."""
+    extra = ('\n[[study]]\nname = "empty"\ntitle = "a made-up study"\nsource = "none"\n'
+             'events_total = 1\n')
+    path = tmp_path / "small.toml"
+    path.write_text(_SMALL_FAILURES + extra, encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(
+            "[[study]] 'empty': its rows add up to 0 events, field 'events_total' says 1")):
+        reliability.load_failures(path)
+
+
+def test_failures_per_day_passes_the_study_and_the_counts_on():
+    """Per day is 24 x per hour for the study and inventory asked: Llama 3's rates with
+    4-GPU nodes (465 failures in 1,296 h, by hand in the test of the defaults above), and
+    two studies together; a step without jitter takes its base time at every size."""
+    assert reliability.failures_per_day(16384, gpus_per_node=4) == pytest.approx(
+        24 * 465 / 1296, rel=1e-9)
+    both = ["llama3-405b", "alibaba-hpn"]
+    assert reliability.failures_per_day(16384, both) == pytest.approx(
+        24 / reliability.mtbf_h(16384, both), rel=1e-12)
+    assert reliability.failures_per_day(16384, both) > reliability.failures_per_day(16384)
+    steps = reliability.straggler_step_time_s(np.array([1, 8, 1024]), 2.0, 0.0)
+    assert steps.shape == (3,) and list(steps) == [2.0, 2.0, 2.0]
