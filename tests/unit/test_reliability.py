@@ -1118,3 +1118,12 @@ def test_failures_per_day_passes_the_study_and_the_counts_on():
     assert reliability.failures_per_day(16384, both) > reliability.failures_per_day(16384)
     steps = reliability.straggler_step_time_s(np.array([1, 8, 1024]), 2.0, 0.0)
     assert steps.shape == (3,) and list(steps) == [2.0, 2.0, 2.0]
+
+
+def test_a_row_part_like_no_known_one_gets_no_guess(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(_SMALL_FAILURES.replace('part = "GPU"', 'part = "qqqq"'), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        reliability.load_failures(path)
+    assert str(err.value).endswith("field 'part' must be one of " + ", ".join(
+        map(repr, reliability.PARTS)) + "; got 'qqqq'"), str(err.value)
