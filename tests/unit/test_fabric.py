@@ -695,3 +695,13 @@ def test_design_fields_by_hand() -> None:
     single = fabric.size_fabric(1, 64)
     assert [(g.count, g.name) for g in single.link_groups()] == [(1, "endpoint-leaf")]
     assert fabric.radix_at(800, 400) == 2
+
+
+def test_oversubscribed_fabrics_reach_further_per_tier() -> None:
+    """At 3:1 a radix-64 leaf has 48 endpoints: two tiers reach 48 x 64 = 3,072 endpoints (not
+    2,048) and three tiers 48 x 32 x 64 = 98,304 (not 65,536), so 3,000 endpoints fit in two
+    tiers and 70,000 in three."""
+    assert fabric.max_endpoints(64, 2, 3.0) == 48 * 64
+    assert fabric.max_endpoints(64, 3, 3.0) == 48 * 32 * 64
+    assert fabric.size_fabric(3_000, 64, oversubscription=3.0).tiers == 2
+    assert fabric.size_fabric(70_000, 64, oversubscription=3.0).tiers == 3
