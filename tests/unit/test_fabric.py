@@ -705,3 +705,54 @@ def test_oversubscribed_fabrics_reach_further_per_tier() -> None:
     assert fabric.max_endpoints(64, 3, 3.0) == 48 * 32 * 64
     assert fabric.size_fabric(3_000, 64, oversubscription=3.0).tiers == 2
     assert fabric.size_fabric(70_000, 64, oversubscription=3.0).tiers == 3
+
+
+def test_multiplane_passes_its_options_to_each_plane_by_hand() -> None:
+    """Four 200G planes of radix 256 for 40,000 NICs: three tiers (two reach 32,768), three
+    pods of 16,384, so the longest path is 5 switches of 300 ns and 2 x (3 + 100 + 500) m of
+    fibre at 4 ns/m with the leaf-spine links at 100 m (6,324 ns); every NIC link longer than
+    a 50 m copper reach at 60 m needs 2 transceivers on each plane; link groups at 5, 40 and
+    600 m. Two tiers at most refuse it; 8,192 NICs forced to three tiers get them."""
+    m = fabric.size_multiplane(40_000, 800, 4, switch_gbps=51_200)
+    assert m.plane.radix == 256 and m.plane.tiers == 3 and m.planes == 4
+    assert fabric.size_multiplane(8_192, 800, 4, switch_gbps=51_200, tiers=3).plane.tiers == 3
+    assert m.worst_case_latency_s(300.0, {"leaf-spine": 100.0}, 4.0) == pytest.approx(
+        (5 * 300 + 2 * (3 + 100 + 500) * 4.0) * 1e-9, rel=1e-12)
+    xcvr = m.transceivers(50.0, {"endpoint-leaf": 60.0})
+    assert xcvr["endpoint-leaf"] == 4 * 2 * 40_000 and xcvr["leaf-spine"] == 0
+    assert xcvr["spine-core"] == 4 * 2 * m.plane.links_per_tier["spine-core"] > 0
+    groups = m.link_groups(5.0, 40.0, 600.0)
+    assert [(g.name, g.length_m) for g in groups] == [
+        ("endpoint-leaf", 5.0), ("leaf-spine", 40.0), ("spine-core", 600.0)]
+    assert groups[0].count == 4 * 40_000
+    with pytest.raises(ValueError):
+        fabric.size_multiplane(40_000, 800, 4, switch_gbps=51_200, max_tiers=2)
+
+
+def test_fabric_alpha_with_lengths_and_other_algorithms_by_hand() -> None:
+    """A two-tier fabric (3 switches) with 100 m leaf-spine links: alpha is the link's own
+    latency plus 2 extra switches of 500 ns and 2 x (3 + 100) m of fibre at 4.9 ns/m. A
+    halving-doubling all-reduce of 8 GPUs pays 2 log2 8 = 6 alphas, a ring 2 x 7, at 0 bytes
+    exactly."""
+    d = fabric.size_fabric(2_048, 64)
+    link = catalog.link("InfiniBand NDR")
+    ab = fabric.fabric_alpha("InfiniBand NDR", d, 500.0, {"leaf-spine": 100.0})
+    assert ab.latency_s == pytest.approx(link.latency_s + (2 * 500 + 2 * 103 * 4.9) * 1e-9,
+                                         rel=1e-12)
+    alpha = fabric.fabric_alpha("InfiniBand NDR", d).latency_s
+    assert fabric.collective_latency_term("all_reduce", 8, "InfiniBand NDR", d,
+                                          algorithm="halving_doubling") == pytest.approx(
+        6 * alpha, rel=1e-12)
+    assert fabric.collective_latency_term("all_reduce", 8, "InfiniBand NDR", d) == \
+        pytest.approx(14 * alpha, rel=1e-12)
+
+
+@pytest.mark.parametrize(("gpus", "radix", "r", "nodes"), [
+    (8, 64, 1.0, 8 * 32), (8, 64, 3.0, 8 * 48), (3, 64, 1.0, 21 * 32)])
+def test_rail_max_nodes_by_hand(gpus, radix, r, nodes) -> None:
+    """floor(k / rails) groups of d nodes: 8 rails on radix 64 make 8 groups of 32 (48 at
+    3:1); 3 rails make 21 groups."""
+    assert fabric.rail_max_nodes(gpus, radix, r) == nodes
+    if r == 1.0:
+        assert fabric.rail_max_nodes(gpus, radix) == nodes
+        assert fabric.rail_layout(nodes, gpus, radix).port_gbps == 400.0
