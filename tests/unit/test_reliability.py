@@ -1127,3 +1127,39 @@ def test_a_row_part_like_no_known_one_gets_no_guess(tmp_path):
         reliability.load_failures(path)
     assert str(err.value).endswith("field 'part' must be one of " + ", ".join(
         map(repr, reliability.PARTS)) + "; got 'qqqq'"), str(err.value)
+
+
+def test_daly_by_hand_and_its_cap_at_two_mtbfs():
+    """Daly 2006, eq. 20: sqrt(2 delta M) [1 + sqrt(x)/3 + x/9] - delta with x = delta/(2M),
+    for delta < 2M; from delta = 2M on the interval is M. delta = 5 min, M = 15 min:
+    x = 1/6, sqrt(540,000 s^2) x 1.154598... - 300 s."""
+    x = 300 / 1800
+    want = math.sqrt(2 * 300 * 900) * (1 + math.sqrt(x) / 3 + x / 9) - 300
+    assert reliability.daly_interval_s(300.0, 900.0) == pytest.approx(want, rel=1e-14)
+    assert reliability.daly_interval_s(1800.0, 900.0) == 900.0
+    assert reliability.daly_interval_s(2250.0, 900.0) == 900.0
+
+
+def test_default_restart_and_replacement_are_zero():
+    """Without a restart time goodput and run time are those of restart_s = 0; without a
+    replacement wait a restart is detect + restore + init (30 + 600 + 120 s)."""
+    args = (HOUR, 60.0, 3 * HOUR)
+    assert reliability.goodput(*args) == reliability.goodput(*args, 0.0)
+    assert reliability.expected_run_time_s(DAY, *args) == reliability.expected_run_time_s(
+        DAY, *args, 0.0)
+    assert reliability.restart_time_s("restart", detect_s=30.0, restore_s=600.0,
+                                      init_s=120.0) == 750.0
+
+
+def test_cluster_rate_passes_the_switch_size_on():
+    """With 32 GPUs per leaf switch the cluster has half the switches: Llama 3's 419
+    interruptions in 1,296 h plus the Alibaba HPN rates (per link 0.00057 and per switch
+    0.00051 a month), 16,384 links and 512 switches."""
+    n, month_h = 16384, 365.25 / 12 * 24
+    want = 419 / 1296 + n * 0.00057 / month_h + n / 32 * 0.00051 / month_h
+    both = ["llama3-405b", "alibaba-hpn"]
+    assert reliability.cluster_failure_rate_per_h(n, both, gpus_per_switch=32) == \
+        pytest.approx(want, rel=1e-9)
+    parts = reliability.failure_breakdown_per_h(n, both)
+    assert sum(float(v) for v in parts.values()) == pytest.approx(
+        419 / 1296 + n * 0.00057 / month_h + n / 16 * 0.00051 / month_h, rel=1e-9)
