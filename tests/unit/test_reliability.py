@@ -1163,3 +1163,8 @@ def test_cluster_rate_passes_the_switch_size_on():
     parts = reliability.failure_breakdown_per_h(n, both)
     assert sum(float(v) for v in parts.values()) == pytest.approx(
         419 / 1296 + n * 0.00057 / month_h + n / 16 * 0.00051 / month_h, rel=1e-9)
+
+
+def test_a_bad_write_time_is_named():
+    with pytest.raises(ValueError, match=re.escape("write_s must be a finite number >= 0")):
+        reliability.goodput(HOUR, 60.0, 3 * HOUR, write_s=-1.0)
