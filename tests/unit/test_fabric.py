@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -705,6 +706,11 @@ def test_oversubscribed_fabrics_reach_further_per_tier() -> None:
     assert fabric.max_endpoints(64, 3, 3.0) == 48 * 32 * 64
     assert fabric.size_fabric(3_000, 64, oversubscription=3.0).tiers == 2
     assert fabric.size_fabric(70_000, 64, oversubscription=3.0).tiers == 3
+    with pytest.raises(ValueError, match=re.escape("(98,304 at oversubscription 3:1)")):
+        fabric.size_fabric(100_000, 64, oversubscription=3.0)
+    # the sweep the same way: radix 32 at 3:1 serves 24 x 32 = 768 in two tiers (not 512)
+    assert fabric.fabric_sweep([600, 768, 769], 32, oversubscription=3.0).tiers.tolist() == [
+        2, 2, 3]
 
 
 def test_multiplane_passes_its_options_to_each_plane_by_hand() -> None:
