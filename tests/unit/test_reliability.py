@@ -1065,6 +1065,7 @@ def test_simulation_with_sub_second_segments_equals_a_plain_loop():
         _, _, n = _intervals(run, horizon, restart, tau + delta)
         assert sim.kept_s[i] == pytest.approx(sum(n) * tau, rel=1e-12)
         assert sim.failures[i] == len(run)
+    assert sim.horizon_s == horizon
 
 
 @pytest.mark.parametrize(("repair", "mtbf"), [(0.0, 50.0), (1.0, 2.0)])
