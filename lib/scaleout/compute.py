@@ -127,12 +127,16 @@ def attention_flops_per_token(model: str | ModelSpec, seq_len: int | None = None
     check_bool("causal", causal)
     m = catalog.model(model)
     s = check_int("seq_len", seq_len if seq_len is not None else m.seq_len)
+    # layers differ only in what a query attends to: the sequence or a sliding window
+    every = m.full_attention_every
+    windowed = m.sliding_window is not None and m.sliding_window < s
+    n_full = m.n_layers if not windowed else (m.n_layers // every if every else 0)
     total = 0.0
-    for layer in range(m.n_layers):
-        w = m.attends_to(layer, s)
-        if causal:
-            w = s / 2 if w >= s else w - w * (w - 1) / (2 * s)
-        total += 2 * w * m.n_heads * (m.qk_head_dim + m.head_dim)
+    for n, w in ((n_full, s), (m.n_layers - n_full, m.sliding_window)):
+        if n:
+            if causal:
+                w = s / 2 if w >= s else w - w * (w - 1) / (2 * s)
+            total += n * 2 * w * m.n_heads * (m.qk_head_dim + m.head_dim)
     return total
 
 

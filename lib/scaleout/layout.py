@@ -475,6 +475,7 @@ def _divides_message(name: str, value: int, what: str, total: int) -> str:
     return ""
 
 _BY_NAME = {rule.name: rule for rule in RULES}
+_INDEX = {rule.name: i for i, rule in enumerate(RULES)}
 
 
 def _rules(facts: Facts, only: Sequence[str] | None) -> list[Rule]:
@@ -498,7 +499,7 @@ def failures(a: Mapping[str, object], facts: Facts, only: Sequence[str] | None =
     first = np.full(n, -1, dtype=np.int64)
     for rule in _rules(facts, only):
         ok = np.broadcast_to(np.asarray(rule.test(a, facts), dtype=bool), n)
-        first[(first < 0) & ~ok] = RULES.index(rule)
+        first[(first < 0) & ~ok] = _INDEX[rule.name]
     return first
 
 

@@ -28,6 +28,10 @@ Sources
   the same GPUs of a pipeline stage): Liu et al. 2025, "MoE Parallel Folding:
   Heterogeneous Parallelism Mappings for Efficient Large-Scale MoE Model Training with
   Megatron Core" (arXiv 2504.14960), Sec. 3.
+* The host-bound expert loop (:func:`expert_loop_exposed_s`): GEMMs per local expert counted
+  from Megatron-Core's ``TEGroupedMLP`` and Transformer Engine's ``GroupedLinear``
+  (:data:`EXPERT_LOOP_GEMMS`); the host cost of each, measured by NVIDIA for Transformer
+  Engine's per-expert cuBLASLt loop against one grouped launch (``data/host_overheads.toml``).
 
 Every function takes numpy arrays where a planner would sweep (token counts, EP sizes),
 checks its inputs and raises ``ValueError`` naming the parameter, the value and what is
@@ -58,9 +62,11 @@ from .checks import (
 from .collectives import _link
 
 __all__ = [
+    "EXPERT_LOOP_GEMMS",
     "SCHEDULES",
     "CapacityOutcome",
     "Fold",
+    "HostCallCost",
     "MoEStep",
     "a2a_bytes",
     "all_to_all_time",
@@ -70,8 +76,12 @@ __all__ = [
     "ep_sizes",
     "expected_max_load",
     "expected_nodes_per_token",
+    "expected_rank_imbalance",
     "expert_loads",
+    "expert_loop_cost",
+    "expert_loop_exposed_s",
     "expert_params_per_gpu",
+    "expert_weight_bytes",
     "experts_per_gpu",
     "fold",
     "fold_groups",
@@ -85,6 +95,7 @@ __all__ = [
     "route_tokens",
     "stage_loads",
     "step_estimate",
+    "tokens_per_local_expert",
 ]
 
 
@@ -211,6 +222,168 @@ def expected_max_load(tokens, experts: int, top_k: int):
     mu = n * k / E
     sigma = np.sqrt(n * k * (1 / E) * (1 - 1 / E))
     return _out(mu + sigma * float(expected_max_normal(E)))
+
+
+def tokens_per_local_expert(tokens, ep, top_k: int, experts: int):
+    """Tokens one local expert multiplies per micro-batch: ``t × ep × k / E``.
+
+    Each of the ``ep`` GPUs of an expert-parallel group routes ``t`` tokens to ``k``
+    experts each; after the dispatch all-to-all a GPU holds ``E/ep`` experts and receives,
+    on average, ``t × ep × k / ep`` routed copies, ``t × ep × k / E`` per local expert
+    (Megatron-Core's ``MoEAlltoAllTokenDispatcher`` sorts them by local expert for the
+    grouped GEMM, ``megatron/core/transformer/moe/token_dispatcher.py``). That count, not
+    the hidden size, is the row dimension of every expert GEMM: DeepSeek-V3 with 4,096
+    tokens a GPU over EP 8 gives its 32 local experts 1,024 tokens each. Array-friendly in
+    ``tokens`` and ``ep`` (each ``ep`` must divide ``experts``).
+    """
+    t = check_array("tokens", tokens)
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    ep = check_array("ep", ep, integer=True, minimum=1)
+    experts_per_gpu(E, ep)
+    return _out(t * ep * k / E)
+
+
+#: E[max of n standard normals] by n, filled as :func:`expected_rank_imbalance` meets them.
+_MAX_NORMAL: dict[int, float] = {}
+
+
+def expected_rank_imbalance(tokens, experts: int, top_k: int, ep):
+    """Expected load of the busiest EP rank over the mean under uniform random routing.
+
+    A balanced router still deals tokens out at random: Megatron-Core's
+    ``moe_router_force_load_balancing`` (the setting of NVIDIA's MoE benchmarks) replaces
+    the router's logits by independent normal draws (``RandomSTE`` in
+    ``megatron/core/transformer/moe/moe_utils.py``), so each token's ``k`` experts are ``k``
+    distinct uniform draws from ``E``. The copies a token sends to a rank holding ``E/ep``
+    experts are hypergeometric, variance ``k (1/ep)(1 - 1/ep)(E - k)/(E - 1)``; over the
+    ``ep t`` tokens routed by an expert-parallel group (``t`` a GPU) a rank's load has mean
+    ``μ = t k`` and variance ``σ² = t k (1 - 1/ep)(E - k)/(E - 1)``, and the busiest of
+    ``ep`` ranks is about ``μ + σ E[max of ep standard normals]`` (normal approximation, the
+    balls-into-bins bound; :func:`scaleout.reliability.expected_max_normal`). The busiest
+    rank sets the pace of the expert GEMMs and of the all-to-all's receive side in a
+    dropless layer. Returns ``(μ + σ E[max])/μ`` (1 for ``ep = 1``). Array-friendly in
+    ``tokens`` and ``ep``.
+    """
+    from .reliability import expected_max_normal
+
+    t = check_array("tokens", tokens, minimum=1)
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    ep = check_array("ep", ep, integer=True, minimum=1)
+    experts_per_gpu(E, ep)
+    present = np.flatnonzero(np.bincount(np.ravel(ep).astype(np.int64)))  # distinct sizes
+    missing = [int(n) for n in present if int(n) not in _MAX_NORMAL]
+    if missing:  # one integration for the sizes not seen before in this process
+        got = np.atleast_1d(expected_max_normal(np.array(missing, dtype=np.int64)))
+        _MAX_NORMAL.update(zip(missing, map(float, got), strict=True))
+    table = np.zeros(int(present[-1]) + 1)
+    table[present] = [_MAX_NORMAL[int(n)] for n in present]
+    z = table[np.asarray(ep, dtype=np.int64)]
+    mu = t * k
+    var = t * k * (1 - 1 / ep) * ((E - k) / (E - 1) if E > 1 else 0.0)
+    return _out(1.0 + np.sqrt(var) * z / mu)
+
+
+def expert_weight_bytes(local_params, operand_bytes: float, grad_bytes: float
+                        ) -> dict[str, float]:
+    """HBM bytes the expert GEMMs of one MoE layer move for their weights, per micro-batch.
+
+    Every local expert's weights are read once by each GEMM that uses them, however few
+    tokens it holds: the forward GEMM and the backward data-gradient GEMM read the weights
+    at the GEMMs' operand width (``operand_bytes``: 2 in BF16, 1 for an FP8 copy); the
+    weight-gradient GEMM accumulates into the stored gradient, reading and writing it
+    (``2 grad_bytes``: Megatron-Core's ``gradient_accumulation_fusion``, Transformer
+    Engine's ``GroupedLinear(fuse_wgrad_accumulation=True)`` adding into ``main_grad``).
+    With few tokens per expert these bytes, not the FLOPs, set the GEMMs' time (the
+    roofline: Williams et al. 2009, "Roofline", CACM 52(4)). Returns ``{"forward",
+    "dgrad", "wgrad"}`` bytes. Array-friendly in ``local_params``.
+    """
+    n = check_array("local_params", local_params)
+    w = check_positive("operand_bytes", operand_bytes, maximum=8)
+    g = check_positive("grad_bytes", grad_bytes, maximum=8)
+    return {"forward": _out(n * w), "dgrad": _out(n * w), "wgrad": _out(2 * n * g)}
+
+
+#: GEMMs issued one by one per local expert, per MoE layer and micro-batch, when a framework
+#: runs the experts as a loop of GEMMs (:attr:`scaleout.plan.frameworks.Framework.
+#: expert_gemm_loop`). Counted from the code: Megatron-Core's ``TEGroupedMLP`` runs two
+#: ``TEGroupedLinear`` (``linear_fc1``, ``linear_fc2``; ``megatron/core/transformer/moe/
+#: experts.py`` at core_v0.15.0); Transformer Engine's ``_GroupedLinear`` calls
+#: ``general_grouped_gemm`` once in its forward and twice in its backward (data gradient,
+#: weight gradient; ``transformer_engine/pytorch/module/grouped_linear.py`` at v2.9), and each
+#: call issues one cuBLASLt GEMM per expert (``multi_stream_cublas_gemm`` in
+#: ``transformer_engine/common/gemm/cublaslt_gemm.cu``): 2 forward, 4 backward.
+EXPERT_LOOP_GEMMS = {"forward": 2, "backward": 4}
+
+
+@dataclass(frozen=True)
+class HostCallCost(catalog.Entry):
+    """A measured host cost of issuing GEMMs one at a time (``data/host_overheads.toml``)."""
+
+    name: str = catalog.field_of("", "catalog name")
+    what: str = catalog.field_of("", "what one call issues, and through which code")
+    loop_ms: float = catalog.field_of("ms", "wall time with one GEMM issued per expert")
+    single_ms: float = catalog.field_of("ms", "wall time of the same GEMMs in one launch")
+    calls: int = catalog.field_of("", "GEMMs (experts) in the measured call")
+    gpu: str = catalog.field_of("", "the GPU of the measurement")
+    source: str = catalog.field_of("", "where the figures come from")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.single_ms >= self.loop_ms:
+            raise ValueError(f"HostCallCost {self.name!r}: field 'single_ms' ({self.single_ms}) "
+                             f"must be below 'loop_ms' ({self.loop_ms}): the loop's extra "
+                             f"time is what is measured")
+
+    @property
+    def per_call_s(self) -> float:
+        """Seconds each GEMM issued on its own adds: ``(loop − single) / calls``."""
+        return (self.loop_ms - self.single_ms) * 1e-3 / self.calls
+
+
+_host_calls = catalog.cached_entries("host_overheads.toml", "call", HostCallCost)
+
+
+def expert_loop_cost(name: str = "te-multi-stream-cublaslt-gemm") -> HostCallCost:
+    """The measured host cost of an expert loop, by name or alias (``data/host_overheads.toml``).
+
+    Raises
+    ------
+    ValueError
+        An unknown name (with the close ones), or a malformed file naming file, entry, field.
+    """
+    return catalog.lookup("host call cost", _host_calls(), name, "name")
+
+
+def expert_loop_exposed_s(local_experts, per_call_s: float, forward_gpu_s, backward_gpu_s
+                          ) -> dict[str, float | np.ndarray]:
+    """Seconds a host-bound expert loop leaves the GPU idle, one MoE layer and micro-batch.
+
+    A framework that issues the local experts' GEMMs one by one (:data:`EXPERT_LOOP_GEMMS`:
+    2 in the forward pass, 4 in the backward, per local expert) spends
+    ``n × gemms × per_call_s`` of host time on them. In the forward pass the host first waits
+    for the GPU: the per-expert token counts are copied to the host to size the GEMMs
+    (``tokens_per_expert.tolist()`` in Megatron-Core's ``TEGroupedMLP.forward``; the
+    ``alltoall`` dispatcher's ``.cpu()``), so the GPU's queue is empty and it runs each GEMM
+    as it is issued: ``max(0, host − forward_gpu_s)`` shows, ``forward_gpu_s`` the expert
+    GEMMs' forward time. The backward pass keeps the counts on the host (no second wait),
+    and the host's loop shows only where it outlasts the GPU's work on the layer,
+    ``backward_gpu_s``. Only the GEMM calls are counted (the host's other launches are not):
+    a lower bound on the idle time. Array-friendly in every argument but ``per_call_s``.
+
+    Returns ``{"host_forward_s", "host_backward_s", "forward_s", "backward_s", "total_s"}``.
+    """
+    n = check_array("local_experts", local_experts, minimum=1)
+    c = check_positive("per_call_s", per_call_s, allow_zero=True)
+    f_gpu = check_array("forward_gpu_s", forward_gpu_s)
+    b_gpu = check_array("backward_gpu_s", backward_gpu_s)
+    host_f = n * EXPERT_LOOP_GEMMS["forward"] * c
+    host_b = n * EXPERT_LOOP_GEMMS["backward"] * c
+    fwd = np.maximum(host_f - f_gpu, 0.0)
+    bwd = np.maximum(host_b - b_gpu, 0.0)
+    return {"host_forward_s": _out(host_f), "host_backward_s": _out(host_b),
+            "forward_s": _out(fwd), "backward_s": _out(bwd), "total_s": _out(fwd + bwd)}
 
 
 def rank_imbalance(loads, ep: int) -> float:

@@ -1,7 +1,10 @@
 """The notebook suite: each notebook once through papermill with its defaults, and the total.
 
-Target: the whole suite (kernel starts included) under 60 s on the 2-core reference
-machine, so that ``./workbook test`` stays quick enough to run before every commit. The
+Target: the whole suite (kernel starts included) under 60 s of wall time on the 2-core
+reference machine, run as ``./workbook test`` runs it: one notebook per core at a time (each
+notebook's kernel is one process), so that the suite stays quick enough to run before every
+commit. The sum of the notebooks' own times (one core, one after another) is reported beside
+it. The
 notebooks that run real engines (:data:`ENGINE_NOTEBOOKS`: JAX compiles, MPI processes) are
 timed apart, each against its own target, with JAX's compilation cache warm (their first run
 on a machine compiles for about a minute).
@@ -9,7 +12,9 @@ on a machine compiles for about a minute).
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import papermill
@@ -39,25 +44,34 @@ def run(notebook: Path, out_dir: Path) -> float:
 
 
 def test_notebook_suite(benchmark, tmp_path: Path, results_table) -> None:
-    notebooks = discover_notebooks()
+    notebooks = [nb for nb in discover_notebooks() if nb.name not in ENGINE_NOTEBOOKS]
     if not notebooks:
         pytest.fail(f"no notebooks in {NOTEBOOKS_DIR}")
+    workers = os.cpu_count() or 1
     times: dict[str, float] = {}
+    wall: list[float] = []
 
     def run_all() -> None:
-        for nb in notebooks:
-            if nb.name not in ENGINE_NOTEBOOKS:
-                times[nb.relative_to(NOTEBOOKS_DIR).as_posix()] = run(nb, tmp_path)
+        start = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {nb: pool.submit(run, nb, tmp_path) for nb in notebooks}
+            for nb, future in futures.items():
+                times[nb.relative_to(NOTEBOOKS_DIR).as_posix()] = future.result()
+        wall.append(time.perf_counter() - start)
 
     benchmark.pedantic(run_all, rounds=1, iterations=1)
-    total = sum(times.values())
+    total, elapsed = sum(times.values()), wall[0]
     benchmark.extra_info.update({name: round(s, 2) for name, s in times.items()})
-    table = results_table("Notebooks: one papermill run each, defaults", ("notebook", "seconds"))
+    benchmark.extra_info["wall_s"] = round(elapsed, 2)
+    table = results_table(f"Notebooks: one papermill run each, defaults, {workers} at a time",
+                          ("notebook", "seconds"))
     table.rows += [(name, f"{s:.1f}") for name, s in times.items()]
-    verdict = "ok" if total < TARGET_S else "TOO SLOW"
-    table.rows.append((f"total ({len(times)} notebooks; target < {TARGET_S:.0f} s: {verdict})",
-                       f"{total:.1f}"))
-    assert total < TARGET_S, f"the notebook suite took {total:.1f} s (target {TARGET_S:.0f} s)"
+    table.rows.append((f"sum of the {len(times)} notebooks' times", f"{total:.1f}"))
+    verdict = "ok" if elapsed < TARGET_S else "TOO SLOW"
+    table.rows.append((f"wall time, {workers} at a time (target < {TARGET_S:.0f} s: {verdict})",
+                       f"{elapsed:.1f}"))
+    assert elapsed < TARGET_S, (f"the notebook suite took {elapsed:.1f} s of wall time "
+                                f"(target {TARGET_S:.0f} s)")
 
 
 @pytest.mark.parametrize("name", list(ENGINE_NOTEBOOKS))

@@ -44,6 +44,7 @@ source_paths = ["src"]
 only_mutate = {only_mutate}
 also_copy = ["data"]
 pytest_add_cli_args_test_selection = {tests}
+pytest_add_cli_args = {deselect}
 do_not_mutate_patterns = {patterns}
 """
 
@@ -54,8 +55,27 @@ do_not_mutate_patterns = {patterns}
 MESSAGE_LINES = (r"\bcheck_\w+\(", r"raise \w+\(", r'^\s*f?"[^"]*"\s*\)*,?\s*$')
 
 
+#: Appended to the scratch copy's ``tests/conftest.py``. mutmut runs each mutant's tests in a
+#: process forked from one that has already run the clean tests, so a ``functools`` cache
+#: filled there (``plan.network.linear_cost``, the planner's validation table) would answer
+#: for the mutated code: its mutants would survive without ever running. Each test session
+#: therefore starts with the library's caches empty.
+FRESH_CACHES = """
+
+def pytest_sessionstart(session):
+    \"\"\"Empty every functools cache of the library (added by tests/mutation/mutate.py).\"\"\"
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("scaleout") and module is not None:
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+"""
+
+
 def load_targets() -> dict[str, dict[str, list[str]]]:
-    """The module -> (source files, test files) map of ``targets.toml``."""
+    """The module -> (source files, test files, tests deselected) map of ``targets.toml``."""
     return tomllib.loads((HERE / "targets.toml").read_text(encoding="utf-8"))
 
 
@@ -86,11 +106,16 @@ def prepare(module: str, target: dict[str, list[str]],
     shutil.copytree(ROOT / "data", work / "data", ignore=IGNORE)
     shutil.copytree(ROOT / "tests" / "unit", work / "tests" / "unit", ignore=IGNORE)
     shutil.copy2(ROOT / "tests" / "conftest.py", work / "tests" / "conftest.py")
+    with (work / "tests" / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(FRESH_CACHES)
     tests = [f"tests/unit/{name}" for name in target["tests"]
              if (ROOT / "tests" / "unit" / name).exists()]
     only = [f"src/{pattern}" for pattern in target["source"]]
+    deselect = [arg for test in target.get("deselect", [])
+                for arg in ("--deselect", f"tests/unit/{test}")]
     (work / "pyproject.toml").write_text(
         PYPROJECT.format(only_mutate=json.dumps(only), tests=json.dumps(tests),
+                         deselect=json.dumps(deselect),
                          patterns=json.dumps([] if messages else list(MESSAGE_LINES))),
         encoding="utf-8")
     return work, tests

@@ -2,8 +2,9 @@
 
 Notebooks are found automatically (``notebooks/NN_*.ipynb`` and ``notebooks/reports/*.ipynb``).
 Each one is checked for its structure, run through papermill with its defaults and with
-every alternative parameter set of ``notebooks/parameter_sets.toml``, and run by nbval in
-lax mode (every cell executed, outputs not compared). Kernels run in the notebook's folder.
+every alternative parameter set of ``notebooks/parameter_sets.toml``, and the defaults' output
+run again by nbval, which compares every cell's outputs with papermill's. Kernels run in the
+notebook's folder.
 """
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ def parameter_names(nb: nbformat.NotebookNode) -> set[str]:
 
 
 def papermill_runs(notebooks: list[Path], sets: dict[str, list[dict[str, Any]]]) -> list[Any]:
-    """One ``pytest.param(path, params)`` per run: defaults, then each alternative set."""
+    """One ``pytest.param(path, params)`` per alternative set (the defaults run in
+    :func:`test_defaults_run_then_rerun_identically`)."""
     runs = []
     for path in notebooks:
         key = notebook_key(path)
-        runs.append(pytest.param(path, {}, id=f"{key}-defaults"))
         runs += [pytest.param(path, params, id=f"{key}-set{i}")
                  for i, params in enumerate(sets.get(key, []), 1)]
     return runs
@@ -195,19 +196,33 @@ def test_papermill_run(path: Path, params: dict[str, Any], tmp_path: Path) -> No
 
 
 @each_notebook
-def test_nbval_lax(path: Path) -> None:
-    """nbval in a child pytest: one kernel for the notebook, every code cell an item."""
-    cmd = [
-        sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
-        f"--nbval-cell-timeout={CELL_TIMEOUT}", "-p", "no:cacheprovider", "-o", "addopts=",
-        "-q", "-rs", str(path),
-    ]
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=NBVAL_TIMEOUT, check=False)
+def test_defaults_run_then_rerun_identically(path: Path) -> None:
+    """papermill runs the notebook with its defaults; nbval then runs that output again, cell
+    by cell in a new kernel, and compares every output with papermill's (text, HTML, SVG; not
+    PNG bytes or widget ids): the notebook gives the same numbers every time it runs, no
+    hidden state, no unseeded randomness. A cell whose output is a measurement (a timing, a
+    process's log) carries the tag ``nbval-ignore-output``: it still runs, unchecked."""
+    # the output sits beside the notebook (hidden name) so that relative paths resolve
+    out = path.parent / f".nbval-{path.stem}-{os.getpid()}.ipynb"
+    try:
+        papermill.execute_notebook(
+            str(path), str(out), kernel_name="python3", cwd=str(path.parent),
+            execution_timeout=CELL_TIMEOUT, progress_bar=False,
+        )
+        cmd = [
+            sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
+            f"--nbval-cell-timeout={CELL_TIMEOUT}", "-p", "no:cacheprovider", "-p", "no:xdist",
+            "-o", "addopts=", "-q", "-rs", str(out),
+        ]
+        env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                              timeout=NBVAL_TIMEOUT, check=False)
+    finally:
+        out.unlink(missing_ok=True)
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"nbval failed (exit {proc.returncode}):\n{output}"
+    assert proc.returncode == 0, \
+        f"a second run gave other outputs (exit {proc.returncode}):\n{output}"
     passed = re.search(r"(\d+) passed", output)
     n_cells = len(code_cells(read(path)))
     assert passed and int(passed.group(1)) == n_cells, \
-        f"nbval should execute all {n_cells} code cells:\n{output}"
+        f"nbval should run and compare all {n_cells} code cells:\n{output}"

@@ -100,3 +100,28 @@ def test_mfu_and_hfu_by_hand_at_another_sequence_length():
     hfu = compute.hfu(1e4, m, 64, 312, seq_len=s)
     assert hfu == pytest.approx(1e4 * (8 * n + 16 * l * h * s) / peak, rel=1e-12)
     assert hfu / mfu == pytest.approx(4 / 3, rel=1e-12)
+
+
+def test_attention_flops_sum_every_layer_by_what_it_attends_to():
+    """The closed form against the plain loop over layers (``2 s' a (d_qk + d_v)`` each, ``s'``
+    from :meth:`ModelSpec.attends_to`), on the catalog and on window shapes it lacks."""
+    import dataclasses
+
+    models = [catalog.model(n) for n in catalog.model_names()]
+    base = catalog.model("gpt-oss-120b")  # windows of 128 tokens, every 2nd layer full
+    models += [dataclasses.replace(base, sliding_window=w, full_attention_every=e)
+               for w in (64, 4096, 10**6) for e in (None, 1, 3, 5)]
+    for m in models:
+        for s in (1, 100, 4096, 131072):
+            for causal in (False, True):
+                loop = 0.0
+                for layer in range(m.n_layers):
+                    w = m.attends_to(layer, s)
+                    if causal:
+                        w = s / 2 if w >= s else w - w * (w - 1) / (2 * s)
+                    loop += 2 * w * m.n_heads * (m.qk_head_dim + m.head_dim)
+                got = compute.attention_flops_per_token(m, s, causal=causal)
+                assert got == pytest.approx(loop, rel=1e-12), (m.name, s, causal)
+    # gpt-oss-120b at 4,096 tokens: 18 full layers, 18 of a 128-token window, 64 heads of 64
+    assert compute.attention_flops_per_token("gpt-oss-120b", 4096) == (
+        18 * 2 * 4096 * 64 * 128 + 18 * 2 * 128 * 64 * 128)

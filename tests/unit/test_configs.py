@@ -510,7 +510,8 @@ def test_each_framework_preset_names_the_exporter_that_runs_it():
 
     # Megatron's presets write Megatron-LM arguments, torchtitan a TOML, DeepSpeed a JSON;
     # PyTorch FSDP has no configuration format and HAI-LLM is not public
-    want = {"megatron-lm-2021": "megatron", "megatron-core": "megatron",
+    want = {"megatron-lm-2021": "megatron", "megatron-lm-2023": "megatron",
+            "megatron-core": "megatron",
             "torchtitan": "torchtitan", "deepspeed-2021": "deepspeed",
             "pytorch-fsdp": None, "deepseek-hai-llm": None}
     assert set(want) == set(frameworks.framework_names())

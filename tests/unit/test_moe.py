@@ -228,3 +228,47 @@ def test_step_estimate_refuses_what_the_layout_cannot_do():
         moe.step_estimate("mixtral-8x7b", "A100", 64, global_batch=64, ep=8, recipe="fp8-te")
     with pytest.raises(ValueError, match="schedule must be one of"):
         moe.step_estimate("mixtral-8x7b", "H100", 64, global_batch=64, ep=8, schedule="x")
+
+
+# -------------------------------------------------------------------- the experts' GEMMs
+def test_tokens_per_local_expert_by_hand():
+    """DeepSeek-V3 on B200 (Megatron Bridge 25.11: 4,096 tokens a GPU, EP 8): 4096 x 8 GPUs
+    x 8 copies / 256 experts = 1,024 rows per expert GEMM; Qwen3-30B-A3B (128 experts,
+    top-8, EP 8, micro-batch 4 of 4,096): 16384 x 8 x 8 / 128 = 8,192."""
+    assert moe.tokens_per_local_expert(4096, 8, 8, 256) == 1024
+    assert moe.tokens_per_local_expert(4 * 4096, 8, 8, 128) == 8192
+    got = moe.tokens_per_local_expert(np.array([4096.0, 4096.0]), np.array([8, 64]), 8, 256)
+    assert got.tolist() == [1024.0, 8192.0]
+    with pytest.raises(ValueError, match="ep=3"):
+        moe.tokens_per_local_expert(4096, 3, 8, 256)
+
+
+def test_rank_imbalance_by_hand_for_two_ranks():
+    """ep = 2: E[max of two standard normals] = 1/sqrt(pi). 100 tokens a GPU, top-2 of 4
+    experts: mu = 200, sigma^2 = 200 (1/2)(2/3) = 66.67, so 1 + 8.165 x 0.5642 / 200."""
+    sigma = math.sqrt(200 * 0.5 * 2 / 3)
+    assert moe.expected_rank_imbalance(100, 4, 2, 2) == pytest.approx(
+        1 + sigma / math.sqrt(math.pi) / 200, rel=1e-4)
+    assert moe.expected_rank_imbalance(100, 4, 2, 1) == 1.0
+
+
+def test_rank_imbalance_matches_random_logits_routing():
+    """Megatron's force-balanced benchmark routing: normal random logits, top-k. The busiest
+    of 8 ranks over 400 simulated routings of 8 x 256 tokens, top-4 of 64 experts."""
+    rng = np.random.default_rng(7)
+    E, k, ep, t, trials = 64, 4, 8, 256, 400
+    ratios = []
+    for _ in range(trials):
+        top = np.argsort(-rng.standard_normal((ep * t, E)), axis=1)[:, :k]
+        per_rank = np.bincount(top.ravel() // (E // ep), minlength=ep)
+        ratios.append(per_rank.max() / per_rank.mean())
+    assert moe.expected_rank_imbalance(t, E, k, ep) == pytest.approx(np.mean(ratios), rel=0.01)
+
+
+def test_expert_weight_bytes_by_hand():
+    """A million parameters of local experts: the forward and data-gradient GEMMs read them
+    once each at the operand width, the weight-gradient GEMM reads and writes the gradient."""
+    assert moe.expert_weight_bytes(1e6, 2, 4) == {"forward": 2e6, "dgrad": 2e6, "wgrad": 8e6}
+    assert moe.expert_weight_bytes(1e6, 1, 2)["wgrad"] == 4e6
+    with pytest.raises(ValueError, match="operand_bytes"):
+        moe.expert_weight_bytes(1e6, 0, 2)

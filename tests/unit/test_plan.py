@@ -456,3 +456,21 @@ def test_every_rule_has_a_layout_that_breaks_it_and_says_so():
         assert layout.RULES[first].name == rule.name
         message = rule.message(row, facts_here)
         assert "\n" not in message and any(str(v) in message for v in fields.values())
+
+
+def test_best_grid_holds_each_pairs_fastest_fitting_plan(big_search):
+    """Against a plain scan of the fitting plans, fastest first."""
+    tps, pps, grid = big_search.best_grid("tp", "pp")
+    a = big_search.arrays
+    assert tps == sorted(set(a["tp"].tolist())) and pps == sorted(set(a["pp"].tolist()))
+    expected = np.full((len(tps), len(pps)), np.nan)
+    for i in big_search.order:  # fastest first: keep the first seen per pair
+        r, c = tps.index(int(a["tp"][i])), pps.index(int(a["pp"][i]))
+        if np.isnan(expected[r, c]):
+            expected[r, c] = a["step_s"][i]
+    np.testing.assert_array_equal(grid, expected)
+    assert np.nanmin(grid) == big_search.result(0).step_s
+    by = big_search.best_by("tp", "pp")
+    assert np.count_nonzero(np.isfinite(grid)) == len(by)
+    with pytest.raises(ValueError, match="value"):
+        big_search.best_grid("tp", "pp", value="tp")

@@ -127,14 +127,18 @@ def _ctx(model, plan_, framework=BARE, recipe="mixed-adam", gpu=GPU):
 def test_the_all_to_all_is_moe_layer_comm_time_per_moe_layer_and_micro_batch(recompute):
     """16 GPUs of two nodes in one expert group: each micro-batch runs every MoE layer's
     dispatch and combine forward and backward (and the forward pair again under full
-    recomputation), for the b s/(cp tp) tokens a GPU routes."""
+    recomputation), for the b s/(cp tp) tokens a GPU routes, the busiest rank's share."""
     p = Plan(tp=2, dp=8, ep=16, micro_batch=2, global_batch=32, sp=True, recompute=recompute,
              flash_attention=True)
     r = plan.evaluate(MOE, GPU, p, framework=BARE)
     ctx = _ctx(MOE, p)
     m = catalog.model(MOE)
     links = ctx.collectives.links
-    t = moe.layer_comm_time(m, 2 * m.seq_len / 2, 16, 8, links.intra, links.inter,
+    routed = 2 * m.seq_len / 2
+    # the busiest rank of a balanced random router receives rho times the mean
+    rho = moe.expected_rank_imbalance(routed, m.experts, m.top_k, 16)
+    assert rho > 1
+    t = moe.layer_comm_time(m, routed * rho, 16, 8, links.intra, links.inter,
                             "mixed-adam", recompute=recompute == "full")
     assert t["network_bytes"] > 0  # the group spans two nodes
     assert r.step["ep_comm"] == pytest.approx(p.micro_batches * m.moe_layers * t["total_s"],
@@ -378,8 +382,10 @@ BEFORE = {
                                                      141620.16586019937, 1207942793255008.0),
     ("llama3-405b", GPU, 16384, 2048, (("flash_attention", True),)): (
         636, 191, 6.0943005774248435, 25614.67858076481, 119343204464344.8),
+    # torchtitan's selective recomputation reruns every second matmul of a block
+    # (step.every_other_matmul_params): its selective plans' times grew, memory did not
     ("llama3-70b", GPU, 512, 512, (("framework", "torchtitan"), ("zero_shards", (8,)))): (
-        5565, 1627, 12.483548489978599, 135796.26758606813, 3648380460765893.0),
+        5565, 1627, 13.052989932534715, 137797.49194929472, 3648380460765893.0),
     ("megatron-1t", "A100-SXM4-80GB", 3072, 3072, ()): (5757, 439, 62.01482081406557,
                                                        835208.5246473395, 4559784620571534.0),
 }
@@ -445,20 +451,69 @@ def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     prediction modelled, Megatron Bridge's DeepSeek-V3 row with MTP (B200, PP16 EP8) joins
     the group at about +80%, and the 21 runs' mean, about 55.3%, is level with the
     baseline's 55.3% (55.5% and 55.2% before DeepSeek-V3's whole-run figure was read over a
-    goodput and its recomputation modelled), not below it. The planner still runs faster
-    than measured on most MoE
-    rows (worst: Qwen3-30B-A3B at micro-batch 1 on B200, near 290%, which no modelled
-    mechanism explains). Stated here so that a change that widens the gap fails; the dense
-    16-bit runs keep their own claim (test_validation.py)."""
+    goodput and its recomputation modelled), not below it. Megatron-Core's host-bound loop
+    of per-expert GEMMs (a measured cost per GEMM, not fitted; scaleout.moe.
+    expert_loop_exposed_s) took the 21 runs' mean from 54.5% to about 47% and the worst,
+    Qwen3-30B-A3B at micro-batch 1 on B200, from +284% to about +160%. The planner still
+    runs faster than measured on most MoE rows (Qwen3-30B-A3B on B200 and H100 above 150%,
+    which no modelled mechanism explains). Stated here so that a change that widens the gap
+    fails; the dense 16-bit runs keep their own claim (test_validation.py)."""
     cv = plan.cross_validation()
     new = cv.overall("held out", dense_16bit=False)
     dense = cv.overall("held out", dense_16bit=True)
     assert new["cases"] >= 19 and dense["cases"] + new["cases"] == cv.overall("held out")["cases"]
-    assert new["mean_abs_pct"] < 57 and new["worst_abs_pct"] < 300
-    assert new["mean_abs_pct"] < new["baseline_mean_abs_pct"] + 1
+    assert new["mean_abs_pct"] < 49 and new["worst_abs_pct"] < 180
+    assert new["mean_abs_pct"] < new["baseline_mean_abs_pct"] - 5
     fp8_dense = [r for r in cv.held_out
                  if "FP8" in r.mechanisms and "mixture of experts" not in r.mechanisms]
     assert len(fp8_dense) >= 6 and max(abs(r.error_pct) for r in fp8_dense) < 20
     over = [r for r in cv.held_out if r.mechanisms and r.error_pct > 0
             and r.quantity != "H800 GPU-hours per 10^12 tokens"]
     assert len(over) >= 0.75 * (new["cases"] - 1)
+
+
+# -------------------------------------------------------------------- the experts' GEMMs
+def _expert_parts(p, gpu=GPU, recipe="mixed-adam"):
+    from scaleout.plan.evaluate import _arrays
+
+    ctx = _ctx(MOE, p, recipe=recipe, gpu=gpu)
+    x = step._shape(ctx, _arrays(p))
+    return step.expert_gemm_parts(ctx, x)
+
+
+def test_few_tokens_per_expert_make_the_expert_gemms_read_bound():
+    """Qwen3-30B-A3B without expert parallelism, sequences of 128: 128 x 8 / 128 = 8 rows per
+    expert GEMM, so every pass is bound by reading the 128 experts' weights: 3 x 2048 x 768
+    parameters each, read at 2 bytes by the forward and data-gradient GEMMs and their 2-byte
+    gradients read and written by the weight-gradient GEMM, 8 bytes a parameter at the H100's
+    3.35 TB/s; a third of that per forward-pass unit (every layer is MoE)."""
+    p = Plan(dp=1, micro_batch=1, global_batch=1, seq_len=128, flash_attention=True)
+    got = _expert_parts(p)
+    assert float(got["tokens_per_expert"][0]) == 8.0
+    assert float(got["rank_imbalance"][0]) == 1.0  # one rank holds every expert
+    weights = 128 * 3 * 2048 * 768
+    assert float(got["layer_expert_gemm_s"][0]) == pytest.approx(
+        weights * 8 / 3.35e12 / 3, rel=1e-9)
+
+
+def test_many_tokens_per_expert_leave_the_expert_gemms_compute_bound():
+    """At 4,096 tokens a GPU over EP 8 (2,048 rows an expert) the weights' bytes no longer
+    bound the expert GEMMs: doubling the micro-batch doubles their time (FLOPs), where the
+    read-bound case above would not move; the busiest rank's share is above one."""
+    one = _expert_parts(Plan(dp=8, ep=8, micro_batch=1, global_batch=8, flash_attention=True))
+    two = _expert_parts(Plan(dp=8, ep=8, micro_batch=2, global_batch=16, flash_attention=True))
+    assert float(one["tokens_per_expert"][0]) == 4096 * 8 * 8 / 128
+    ratio = float(two["layer_expert_gemm_s"][0] / one["layer_expert_gemm_s"][0])
+    rho = float(two["rank_imbalance"][0] / one["rank_imbalance"][0])
+    assert 1 < float(one["rank_imbalance"][0]) < 1.02
+    # twice the rows at the same eta (its dimension min(h, f_e, rows) is the experts' width,
+    # 768, both times),
+    # the busiest rank's share of them a little nearer the mean
+    assert ratio / rho == pytest.approx(2.0, rel=1e-9)
+    # each of the three passes multiplies 4,096 tokens by 8 experts of 3 x 2048 x 768 on the
+    # busiest rank, at the calibrated eta of the experts' width (768), not of h = 2,048
+    ctx = _ctx(MOE, Plan(dp=8, ep=8, micro_batch=1, global_batch=8, flash_attention=True))
+    rate = (ctx.calibration.matmul_efficiency(768.0) * ctx.gpu.bf16_dense_flops
+            * ctx.bf16_achievable)
+    flops = 2 * 4096 * 8 * (3 * 2048 * 768) * float(one["rank_imbalance"][0])
+    assert float(one["layer_expert_gemm_s"][0]) == pytest.approx(flops / rate, rel=1e-9)

@@ -67,12 +67,22 @@ def test_zero3_collapses_at_a_fixed_batch_and_3d_parallelism_stays_flat():
     assert z[768].predicted < 0.75 * z[384].predicted
     assert z[1536].predicted < 0.6 * z[768].predicted
     assert p[1536].predicted > 0.85 * p[384].predicted
-    # the levels: PTD-P within 6%; ZeRO-3 within 25% where the collapse has set in (DeepSpeed
-    # 2021's own overheads, its partial prefetch of large tensors, are not modelled: the
-    # planner is optimistic there, and more so at 384 GPUs, where compute still hides the
-    # gathers in the model but not in the measurement)
+    # the levels: PTD-P within 6%; ZeRO-3 within 10% at every scale, 384 GPUs included, now
+    # that DeepSpeed 2021's blocking fetch (one weight matrix prefetched, the CPU synchronising
+    # at every submodule) is modelled: before it, the planner hid the gathers behind compute
+    # at 384 GPUs and was 42% optimistic there
     assert all(abs(r.error_pct) < 6 for r in p.values())
-    assert 0 < z[1536].error_pct < 25
+    assert all(abs(r.error_pct) < 10 for r in z.values())
+
+
+def test_deepspeed_2021_zero3_rows_of_both_models_within_15_percent():
+    """Both models of Table 2 (174.6B and 529.6B), every GPU count: ZeRO-3's measured
+    throughput is predicted within 15% by the framework's mechanisms alone (no fit: the
+    calibration only knows Megatron-LM runs)."""
+    rows = [r for r in plan.validate(sources=["narayanan2021_table2_zero3"])
+            if "ZeRO-3" in r.case]
+    assert len(rows) == 6
+    assert all(abs(r.error_pct) < 15 for r in rows)
 
 
 def test_llama3_405b_considers_its_published_layout_and_keeps_headroom():

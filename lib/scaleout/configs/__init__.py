@@ -81,7 +81,8 @@ _EXPORTERS = {"megatron": to_megatron_args, "torchtitan": to_torchtitan_toml,
 #: The exporter whose settings run each of the planner's framework presets
 #: (:data:`scaleout.plan.frameworks.FRAMEWORKS`); PyTorch FSDP (no configuration format of its
 #: own) and DeepSeek's HAI-LLM (not public) have none.
-PRESET_EXPORTERS = {"megatron-lm-2021": "megatron", "megatron-core": "megatron",
+PRESET_EXPORTERS = {"megatron-lm-2021": "megatron", "megatron-lm-2023": "megatron",
+                    "megatron-core": "megatron",
                     "torchtitan": "torchtitan", "deepspeed-2021": "deepspeed"}
 
 

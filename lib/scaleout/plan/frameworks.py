@@ -30,6 +30,14 @@ zero3_unit, zero3_prefetch
     all-gather when prefetching), for every micro-batch's forward and backward pass;
     ``zero3_prefetch`` units are gathered ahead, on a separate stream, while the current one
     computes.
+zero3_blocking_fetch, zero3_persistence_threshold, zero3_max_reuse_distance
+    DeepSpeed's ZeRO-3 of 2021: on entering each submodule the CPU waits for every gather in
+    flight and for the GPU (``torch.cuda.synchronize``), then prefetches only the next
+    parameter tensor, so a tensor's gather hides behind the previous tensor's computation
+    alone (:func:`scaleout.plan.step.tensor_fetch_chain_s`); tensors under
+    ``zero3_persistence_threshold`` elements stay whole and are never gathered; a tensor
+    released after its forward use is gathered again for its backward use when more than
+    ``zero3_max_reuse_distance`` elements are used in between (None: always gathered again).
 zero_stages, max_zero_with_pp
     The ZeRO stages the framework offers, and the highest it combines with pipelining
     (DeepSpeed: 1; torchtitan's FSDP2 and Llama 3's sharded data parallelism: 2 or 3).
@@ -50,6 +58,12 @@ cp_variant
     keeps ``cp = 1``).
 expert_parallel
     Whether the framework spreads a mixture of experts' experts over GPUs (a plan's ``ep``).
+expert_gemm_loop
+    The routed experts' GEMMs issued one per local expert from the host (Transformer
+    Engine's ``GroupedLinear`` without a fused grouped GEMM: one cuBLASLt call per expert),
+    rather than in one grouped launch for all local experts (PyTorch's ``torch._grouped_mm``,
+    DeepSeek's DeepGEMM). With few tokens per expert the host's issue time, not the GEMMs,
+    sets the pace (:func:`scaleout.moe.expert_loop_exposed_s`).
 a2a_overlap
     The mixture-of-experts dispatch and combine all-to-alls overlapped with computation
     (Megatron-Core ``--overlap-moe-expert-parallel-comm``; DeepSeek's DualPipe): only the part
@@ -63,6 +77,11 @@ comm_sm_share
     The share of a GPU's streaming multiprocessors given to communication kernels that run
     beside the computation (DeepSeek-V3: 20 of the H800's 132, Sec. 3.2.2); computation runs
     on the rest.
+sac_every_other_matmul
+    Under a plan's ``"selective"`` recomputation, the framework's per-operator policy: every
+    matmul output is saved except every second one of each transformer block, which the
+    backward pass recomputes (torchtitan's ``selective_ac_option = "op"``): in a Llama block
+    ``wk``, ``wo`` and ``w3`` (:func:`scaleout.plan.step.every_other_matmul_params`).
 recompute_kinds
     Tensor kinds (:data:`scaleout.memory.RECOMPUTE_KINDS`) the framework recomputes in the
     backward pass on top of a plan's ``recompute`` mode (below full recomputation), instead of
@@ -107,6 +126,9 @@ class Framework:
     flat_dp_rings: bool = False
     zero3_unit: str = "layer"
     zero3_prefetch: int = 1
+    zero3_blocking_fetch: bool = False
+    zero3_persistence_threshold: int = 0
+    zero3_max_reuse_distance: float | None = None
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     max_zero_with_pp: int = 1
     tp_overlap: bool = False
@@ -114,9 +136,11 @@ class Framework:
     hybrid_shard: bool = False
     cp_variant: str = ""
     expert_parallel: bool = False
+    expert_gemm_loop: bool = False
     a2a_overlap: bool = False
     pipeline_schedule: str = "1f1b"
     comm_sm_share: float = 0.0
+    sac_every_other_matmul: bool = False
     recompute_kinds: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -172,12 +196,46 @@ _MEGATRON_2021 = Framework(
         "p2p_overlap": "sends on the critical path (scatter/gather, Sec. 4.1)",
     })
 
+_MEGATRON_2023 = Framework(
+    "megatron-lm-2023", "Megatron-LM of early 2023 (commit 285068c8)",
+    grad_bucket_bytes=None, grad_overlap=False, param_gather_overlap=False,
+    zero_stages=(0, 1), max_zero_with_pp=1, tp_overlap=False, p2p_overlap=False,
+    sources={
+        "zero_stages": "megatron/arguments.py @ 285068c8 (2023-01-11): --use-distributed-"
+                       "optimizer (ZeRO-1), the only sharding it offers",
+        "grad_overlap": "megatron/arguments.py @ 285068c8: no --overlap-grad-reduce (added later "
+                        "in 2023); local DDP reduces the contiguous gradient buffer after the "
+                        "pipeline flush",
+        "param_gather_overlap": "megatron/arguments.py @ 285068c8: no --overlap-param-gather; "
+                                "the distributed optimizer gathers the weights after its step",
+        "tp_overlap": "megatron/arguments.py @ 285068c8: no --tp-comm-overlap (only the "
+                      "asynchronous all-reduce beside a column-parallel layer's weight "
+                      "gradient); the MegaScale paper (arXiv 2402.15627, Sec. 3.3, 6.1) adds "
+                      "TP/SP overlap on top of this baseline",
+        "p2p_overlap": "megatron/arguments.py @ 285068c8: no --overlap-p2p-communication; the "
+                       "interleaved schedule's sends are blocking",
+    })
+
 _DEEPSPEED_2021 = Framework(
     "deepspeed-2021", "DeepSpeed ZeRO, 2021 (v0.3-0.4)",
     grad_bucket_bytes=5e8 * 2, grad_overlap=True, flat_dp_rings=True, zero3_unit="tensor",
-    zero3_prefetch=1,
+    zero3_prefetch=1, zero3_blocking_fetch=True, zero3_persistence_threshold=100_000,
+    zero3_max_reuse_distance=1e9,
     zero_stages=(0, 1, 2, 3), max_zero_with_pp=1,
     sources={
+        "zero3_blocking_fetch": "deepspeed/runtime/zero/stage3.py @ v0.3.16: fetch_sub_module "
+                                "ends in _synchronize_communication (comm_stream.synchronize() "
+                                "and torch.cuda.synchronize()); prefetch_next_sub_modules runs "
+                                "only with nothing in flight and takes the next parameters up to "
+                                "stage3_prefetch_bucket_size (5e7 elements): one weight matrix "
+                                "of a large layer",
+        "zero3_persistence_threshold": "deepspeed/runtime/zero/constants.py @ v0.3.16: "
+                                       "stage3_param_persistence_threshold default 1e5 "
+                                       "elements (biases and norms stay whole)",
+        "zero3_max_reuse_distance": "deepspeed/runtime/zero/constants.py @ v0.3.16: "
+                                    "stage3_max_reuse_distance default 1e9 elements; "
+                                    "stage3.py _keep_for_later releases a tensor whose next "
+                                    "use is further away",
         "flat_dp_rings": "ZeRO-3 over the whole data-parallel group as flat NCCL rings, each "
                          "GPU's share crossing its own NIC (the mechanism Narayanan et al. "
                          "2021 Sec. 5.2 names: 'less cross-node communication' for PTD-P)",
@@ -211,12 +269,19 @@ _TORCHTITAN = Framework(
     "torchtitan", "torchtitan (FSDP2 + TP + PP, 2024-25)",
     grad_bucket_bytes=None, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
     zero_stages=(0, 2, 3), max_zero_with_pp=3, tp_overlap=False, p2p_overlap=False,
-    hybrid_shard=True, cp_variant="ring", expert_parallel=True,
+    hybrid_shard=True, cp_variant="ring", expert_parallel=True, sac_every_other_matmul=True,
     sources={
+        "sac_every_other_matmul": "torchtitan/parallelisms/parallelize_llama.py @ 4d88a8a4 "
+                                  "(2024-12-03): activation_checkpoint.mode='selective', "
+                                  "selective_ac_option='op': _custom_policy saves the ops of "
+                                  "_save_list 'except every second mm' of each block",
         "cp_variant": "parallelism.context_parallel_degree: PyTorch's context_parallel, ring "
                       "attention over the sequence shards (Liang et al. 2025 Sec. 2.1)",
         "expert_parallel": "parallelism.expert_parallel_degree (torchtitan's mixture-of-experts "
                            "models, 2025)",
+        "expert_gemm_loop": "off: torchtitan/models/moe/moe.py MoEArgs.use_grouped_mm = True, "
+                            "the experts' GEMMs in one torch._grouped_mm call each (the "
+                            "per-expert loop is kept only 'for comparison')",
         "hybrid_shard": "HSDP: data_parallel_replicate_degree x data_parallel_shard_degree "
                         "(Liang et al. 2025 Sec. 2.1)",
         "zero3_unit": "Liang et al. 2025 (arXiv 2410.06511) Sec. 2.1: fully_shard per "
@@ -233,7 +298,7 @@ _MEGATRON_CORE = Framework(
     grad_bucket_bytes=40e6 * 4, grad_overlap=True, param_gather_overlap=True,
     zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
     tp_overlap=True, p2p_overlap=True, hybrid_shard=True, cp_variant="ring",
-    expert_parallel=True, a2a_overlap=False,
+    expert_parallel=True, expert_gemm_loop=True, a2a_overlap=False,
     sources={
         "cp_variant": "--context-parallel-size: ring attention in Transformer Engine "
                       "(cp_comm_type 'p2p' by default)",
@@ -241,6 +306,13 @@ _MEGATRON_CORE = Framework(
                            "(MoE parallel folding, arXiv 2504.14960)",
         "a2a_overlap": "--overlap-moe-expert-parallel-comm exists and is off by default "
                        "(megatron/training/arguments.py)",
+        "expert_gemm_loop": "--moe-grouped-gemm runs TEGroupedMLP (megatron/core/transformer/"
+                            "moe/experts.py, core_v0.15.0): Transformer Engine's GroupedLinear "
+                            "(v2.9) issues one cuBLASLt GEMM per local expert "
+                            "(nvte_multi_tensor_gemm -> multi_stream_cublas_gemm; the CUTLASS "
+                            "grouped path is Hopper-only and off unless "
+                            "NVTE_USE_CUTLASS_GROUPED_GEMM=1), sized by token counts copied "
+                            "to the host (tokens_per_expert.tolist())",
         "hybrid_shard": "--num-distributed-optimizer-instances: the distributed optimizer "
                         "sharded within each instance, gradients all-reduced across them",
         "grad_bucket_bytes": "megatron/core/distributed/distributed_data_parallel_config.py: "
@@ -275,13 +347,18 @@ _HAI_LLM = Framework(
                            "backward pass",
         "zero_stages": "Sec. 3.2: 'ZeRO-1 Data Parallelism'",
         "expert_parallel": "Sec. 3.2: 64-way expert parallelism over 8 nodes",
+        "expert_gemm_loop": "off: DeepSeek's DeepGEMM (github.com/deepseek-ai/DeepGEMM, "
+                            "README 'Grouped GEMMs (contiguous layout)') runs all experts' "
+                            "GEMMs of a training forward pass as one M-grouped FP8 GEMM, and "
+                            "the weight gradients as one K-grouped GEMM",
         "cp_variant": "no context parallelism in the report (4K pre-training sequences)",
         "grad_overlap": "not stated in the report: the gradient reduction is taken as exposed",
         "tp_overlap": "no tensor parallelism in training (Sec. 3.2)",
     })
 
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
-    _MEGATRON_2021, _DEEPSPEED_2021, _FSDP, _TORCHTITAN, _MEGATRON_CORE, _HAI_LLM)}
+    _MEGATRON_2021, _DEEPSPEED_2021, _MEGATRON_2023, _FSDP, _TORCHTITAN, _MEGATRON_CORE,
+    _HAI_LLM)}
 #: The framework the planner assumes when none is named: how large models are trained today.
 DEFAULT_FRAMEWORK = "megatron-core"
 
@@ -334,6 +411,7 @@ def preset_rows() -> list[dict[str, str]]:
             "gradients": bucket,
             "overlapped": ", ".join(overlaps) or "nothing",
             "ZeRO-3 gathers": (f"per {f.zero3_unit}, {f.zero3_prefetch} ahead"
+                               + (", the host waiting at each" if f.zero3_blocking_fetch else "")
                                if 3 in f.zero_stages else "—"),
             "ZeRO stages": ", ".join(map(str, f.zero_stages)),
             "with pipelining": f"up to ZeRO-{f.max_zero_with_pp}" if f.max_zero_with_pp

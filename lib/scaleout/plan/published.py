@@ -235,9 +235,11 @@ def _megascale(raw: dict) -> tuple[list[Case], list[str]]:
                     sp=True, recompute="selective", zero_stage=1)
         net = NodeNetwork(intra="NVLink 3", inter="InfiniBand HDR", gpus_per_node=8)
         out.append(Case("megascale_table2", f"175B (128 heads), Megatron-LM on {run['gpus']:,}",
-                        m, "A100-SXM4-80GB", net, plan, "megatron-core", "s/iteration",
+                        m, "A100-SXM4-80GB", net, plan, "megatron-lm-2023", "s/iteration",
                         run["seconds_per_iteration"], _seconds,
                         ("A100 80GB", "micro-batch 1", "SP + selective recompute",
+                         "Megatron-LM at commit 285068c8 (Sec. 6.1): no TP, pipeline or DP "
+                         "overlap (MegaScale adds them)",
                          "distributed optimizer (ZeRO-1)",
                          "200 Gb/s RoCE per GPU priced as the catalog's 200 Gb/s port "
                          "(InfiniBand HDR)")))
@@ -343,7 +345,8 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
         if run["precision"] == "FP8-MX":
             extra.append("MXFP8 at the FP8 peak; its block scales in the casts only")
         if m.is_moe:
-            extra += ["force-balanced, dropless routing", "expert tensor parallelism 1",
+            extra += ["force-balanced (random scores), dropless routing",
+                      "expert tensor parallelism 1",
                       "no all-to-all overlap (Megatron-Core's default)"]
         if run.get("variant") == "dropless" or (catalog.model(run["model"]).mtp_layers
                                                  and "variant" not in run):

@@ -144,6 +144,27 @@ class SearchResult:
             out.setdefault(tuple(key), rank)
         return out
 
+    def best_grid(self, rows: str, cols: str, value: str = "step_s"
+                  ) -> tuple[list[int], list[int], np.ndarray]:
+        """``value`` of the fastest fitting plan for each pair of the fields ``rows`` and
+        ``cols`` (e.g. ``"tp", "pp"``): every value either takes among the valid plans (fitting
+        or not) as the grid's rows and columns, NaN where no plan of that pair fits. The heat
+        map of notebook 08."""
+        for name in (rows, cols):
+            check_choice("field", name, PLAN_FIELDS)
+        check_choice("value", value, sorted(k for k in self.arrays if k.endswith(
+            ("_s", "_bytes", "tokens_per_s", "mfu", "hfu"))))
+        r_all, c_all = np.asarray(self.arrays[rows]), np.asarray(self.arrays[cols])
+        row_vals, col_vals = np.unique(r_all), np.unique(c_all)
+        grid = np.full((row_vals.size, col_vals.size), np.nan)
+        # self.order runs fastest first: the first plan of each pair is its best
+        i = np.searchsorted(row_vals, r_all[self.order])
+        j = np.searchsorted(col_vals, c_all[self.order])
+        cell = i * col_vals.size + j
+        _, first = np.unique(cell, return_index=True)
+        grid.flat[cell[first]] = np.asarray(self.arrays[value], dtype=float)[self.order[first]]
+        return row_vals.tolist(), col_vals.tolist(), grid
+
     def rank_where(self, **conditions: Any) -> int | None:
         """Rank of the fastest fitting plan whose fields equal ``conditions`` (``pp=1``,
         ``recompute="selective"``). None if no fitting plan has them."""

@@ -47,16 +47,25 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   weights gathered after the step, during the next forward where it overlaps; ZeRO-3's
   weights gathered unit by unit (layer or tensor) for every micro-batch's forward and backward,
   the next unit prefetched while the current one computes, and gradients reduce-scattered per
-  layer. Hybrid sharding (a plan's ``zero_shard``; Zhao et al. 2023 Sec. 3.2.2) runs those
-  collectives inside each shard group and all-reduces the gradients' shards across the
-  groups. Each call costs what NCCL's model predicts (:mod:`scaleout.nccl`), its latency
-  included: a flat ring over many GPUs pays it at every step.
+  layer; where the framework's host blocks at every unit (DeepSpeed's ZeRO-3 of 2021), tensor
+  by tensor as :func:`tensor_fetch_chain_s` times it, each gather hidden behind one tensor's
+  computation at most. Hybrid sharding (a plan's ``zero_shard``; Zhao et al. 2023
+  Sec. 3.2.2) runs those collectives inside each shard group and all-reduces the gradients'
+  shards across the groups. Each call costs what NCCL's model predicts
+  (:mod:`scaleout.nccl`), its latency included: a flat ring over many GPUs pays it at every
+  step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
 * **Mixtures of experts** (:mod:`scaleout.moe`): the token permutation, the SwiGLU on the
   ``k`` routed copies and the router's softmax are memory-bound work counted by ``κ`` times
   the stored activations, which hold the ``k`` routed copies and the routed MLPs' widths
   (nothing is added for them). FLOPs from the *active* parameters
   (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
+  routed experts' GEMMs at their own shape (:func:`expert_gemm_parts`: ``t ep k / E`` rows per
+  local expert, the roofline on reading the local experts' weights in each GEMM pass, the
+  busiest rank of a balanced random router); where the framework issues those GEMMs one per
+  local expert from the host (:attr:`Framework.expert_gemm_loop`), the host's issue time
+  beyond the GPU's work (:func:`scaleout.moe.expert_loop_exposed_s`, a measured cost per
+  GEMM from ``data/host_overheads.toml``), added to the layer's forward and backward; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
   ``b s/(cp tp)`` tokens a GPU routes), exposed, or only beyond the layer's computation where
@@ -83,6 +92,9 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   balances. Their parameters (a layer like the model's last, with its routed experts, and the
   projection: 11.6B for DeepSeek-V3) and one more layer of activations are counted in the last
   stage's memory; the embedding and output layer they share are not counted twice.
+* **Per-operator selective recomputation** (:attr:`Framework.sac_every_other_matmul`;
+  torchtitan's ``"op"`` policy): every second matmul of a block rerun in the backward pass
+  (:func:`every_other_matmul_params`), its share of the layer's GEMM time.
 * **Framework recomputation** (:attr:`Framework.recompute_kinds`; DeepSeek-V3 Sec. 3.2.3
   and 3.3.3): below full recomputation, the tensor kinds a framework recomputes besides
   (normalisations, MLA's up-projections, the MoE SwiGLU;
@@ -130,6 +142,8 @@ __all__ = [
     "context",
     "context_parallel_parts",
     "data_parallel_parts",
+    "every_other_matmul_params",
+    "expert_gemm_parts",
     "expert_parallel_parts",
     "experts_of",
     "iteration",
@@ -137,6 +151,7 @@ __all__ = [
     "optimizer_parts",
     "pipeline_parts",
     "stage_split",
+    "tensor_fetch_chain_s",
     "tensor_parallel_parts",
 ]
 
@@ -238,6 +253,7 @@ class Context:
     bf16_achievable: float = 1.0
     fp8_achievable: float = 1.0
     quantize_bytes_per_token: float = 0.0
+    expert_call_s: float = 0.0
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
@@ -277,7 +293,9 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
                    float(compute.attention_flops_per_token(m, s)) / m.n_layers,
                    fp8_share, fp8_flops, cal.achievable_ratio(g, "bf16"),
                    cal.achievable_ratio(g, "fp8") if rec.fp8 else 1.0,
-                   rec.quantize_bytes * sum(compute.linear_io_per_token(m).values()))
+                   rec.quantize_bytes * sum(compute.linear_io_per_token(m).values()),
+                   moe.expert_loop_cost().per_call_s if fw.expert_gemm_loop and m.is_moe
+                   else 0.0)
 
 
 @dataclass(frozen=True)
@@ -334,14 +352,103 @@ def _recomputed_kinds(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
 
 
 # =========================================================================== compute
-def _matmul_rate(ctx: Context, x: _Shape) -> np.ndarray:
-    """FLOP/s of the sharded matrix multiplies at BF16: ``η(min(h/tp, b s/cp)) × peak``, on
-    the SMs the framework leaves to computation (:attr:`Framework.comm_sm_share`)."""
-    rate = (ctx.calibration.matmul_efficiency(np.minimum(ctx.model.hidden / x.tp, x.tokens))
+def _matmul_rate(ctx: Context, x: _Shape, dim: np.ndarray | None = None) -> np.ndarray:
+    """FLOP/s of the sharded matrix multiplies at BF16: ``η(min(h/tp, b s/cp)) × peak`` (or
+    ``η(dim)`` for a GEMM of another shape, such as an expert's), on the SMs the framework
+    leaves to computation (:attr:`Framework.comm_sm_share`)."""
+    if dim is None:
+        dim = np.minimum(ctx.model.hidden / x.tp, x.tokens)
+    rate = (ctx.calibration.matmul_efficiency(dim)
             * ctx.gpu.bf16_dense_flops * ctx.bf16_achievable)
     if ctx.framework.comm_sm_share:
         rate = rate * (1 - ctx.framework.comm_sm_share)
     return rate
+
+
+def _seconds_per_flop(ctx: Context, rate: np.ndarray) -> np.ndarray:
+    """Seconds per FLOP of the layers' weight GEMMs at BF16 ``rate``: the recipe's FP8 share
+    at the FP8 rate (the GPU's FP8 peak and measured achievable share over its BF16 ones),
+    the rest at ``rate``."""
+    if not ctx.fp8_share:
+        return 1.0 / rate
+    fp8_rate = rate * (ctx.fp8_flops * ctx.fp8_achievable
+                       / (ctx.gpu.bf16_dense_flops * ctx.bf16_achievable))
+    return ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate
+
+
+def _routed_params(ctx: Context) -> float:
+    """The routed experts' weights one token multiplies, averaged over the layers: ``k``
+    experts in each MoE layer (0 for a dense model)."""
+    ex = ctx.experts
+    if ex is None:
+        return 0.0
+    return ex.moe_share * ctx.model.top_k * ex.routed_per_layer / ctx.model.experts
+
+
+def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
+    """The routed experts' GEMMs of one MoE layer on the busiest GPU, one micro-batch, at
+    their own shape (averaged over the layers as ``layer_expert_gemm_s``, in forward-pass
+    units: a third of forward + data-gradient + weight-gradient GEMMs).
+
+    * **Tokens per local expert** (:func:`scaleout.moe.tokens_per_local_expert`): each
+      expert GEMM multiplies ``n_e = t ep k / E`` rows (``t = b s/(cp tp)`` tokens a GPU
+      routes), not the ``b s`` a dense layer's GEMMs do; its rate is the same calibrated
+      ``η`` at its thinnest dimension, ``min(h, f_e, n_e)`` as a dense layer's is at
+      ``min(h/tp, b s)`` (Megatron-Core ``--moe-grouped-gemm``: the local experts' GEMMs in
+      one call, each its own ``n_e × h × f_e`` problem; experts are not split over ``tp``).
+    * **The experts' weights** (:func:`scaleout.moe.expert_weight_bytes`): each GEMM pass
+      reads all ``E/ep`` local experts' weights (the weight-gradient GEMM reads and writes
+      their gradients); a pass takes the longer of its FLOPs and those bytes at HBM
+      bandwidth (the roofline), so few tokens per expert make it memory-bound.
+    * **The busiest rank** (:func:`scaleout.moe.expected_rank_imbalance`): under a balanced
+      random router the busiest of the ``ep`` ranks holds ``ρ`` times the mean; in a
+      dropless layer its GEMMs set the pace (``rank_imbalance``).
+
+    Returns ``layer_expert_gemm_s``, ``tokens_per_expert``, ``rank_imbalance`` and, for one
+    MoE layer, ``moe_forward_gemm_s`` (the forward pass) and ``moe_backward_gemm_s`` (data and
+    weight gradients).
+    """
+    m, ex = ctx.model, ctx.experts
+    shape = np.shape(x.tokens * x.ep)
+    if ex is None:
+        zero = np.zeros(shape)
+        return {"layer_expert_gemm_s": zero, "tokens_per_expert": zero,
+                "rank_imbalance": np.ones(shape), "moe_forward_gemm_s": zero,
+                "moe_backward_gemm_s": zero}
+    t = x.tokens / x.tp  # tokens a GPU routes (sequence parallelism splits them over tp)
+    n_e = moe.tokens_per_local_expert(t, x.ep, m.top_k, m.experts)
+    rho = moe.expected_rank_imbalance(t, m.experts, m.top_k, x.ep)
+    thinnest = min(m.hidden, m.expert_ffn_hidden or m.hidden)  # an expert is not split
+    per_flop = _seconds_per_flop(ctx, _matmul_rate(ctx, x, np.minimum(thinnest, n_e)))
+    p_e = ex.routed_per_layer / m.experts
+    flops = 2.0 * t * m.top_k * p_e * rho  # one GEMM pass over the busiest rank's copies
+    w = moe.expert_weight_bytes(p_e * m.experts / x.ep, ctx.recipe.gemm_input_bytes,
+                                ctx.recipe.grad_bytes)
+    hbm = ctx.gpu.hbm_gbytes_s * 1e9
+    per_pass = {k: np.maximum(flops * per_flop, w[k] / hbm) for k in ("forward", "dgrad", "wgrad")}
+    passes = per_pass["forward"] + per_pass["dgrad"] + per_pass["wgrad"]
+    return {"layer_expert_gemm_s": ex.moe_share * passes / 3, "tokens_per_expert": n_e,
+            "rank_imbalance": rho, "moe_forward_gemm_s": per_pass["forward"],
+            "moe_backward_gemm_s": per_pass["dgrad"] + per_pass["wgrad"]}
+
+
+def every_other_matmul_params(m: ModelSpec) -> float:
+    """Parameters of the matmuls a per-operator selective checkpoint recomputes when it saves
+    every matmul output but every second one of a block (torchtitan's ``"op"`` policy,
+    :attr:`~scaleout.plan.frameworks.Framework.sac_every_other_matmul`): the block's
+    unfused Linear layers in forward order, ``wq, wk, wv, wo`` then ``w1, w3, w2`` (SwiGLU)
+    or ``w1, w2``, the 2nd, 4th and 6th recomputed (torchtitan/models/llama/model.py and
+    parallelize_llama.py @ 4d88a8a4). Llama 3 8B: ``wk`` (4096 x 1024), ``wo`` (4096 x 4096)
+    and ``w3`` (4096 x 14336): 79.7M of the block's 218.1M. A mixture of experts' or MLA's
+    blocks are not counted (0); neither are the elementwise operators the policy recomputes
+    too (norms, rotary embedding, SiLU), nor the memory it saves (the plan's stored
+    activations stay those of Korthikanti et al.'s selective recomputation)."""
+    if m.is_moe or m.is_mla:
+        return 0.0
+    h, q, kv = m.hidden, m.n_heads * m.head_dim, m.kv_heads * m.head_dim
+    mats = [h * q, h * kv, h * kv, q * h]
+    mats += [h * m.ffn, h * m.ffn, m.ffn * h] if m.gated_mlp else [h * m.ffn, m.ffn * h]
+    return float(sum(mats[1::2]))
 
 
 def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
@@ -355,7 +462,8 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     m, g, cal, s = ctx.model, ctx.gpu, ctx.calibration, float(ctx.seq_len)
     h, a = m.hidden, m.n_heads
     rate = _matmul_rate(ctx, x)
-    dense = compute.forward_flops(x.tokens, ctx.layer_params, 0, h, s)  # one layer's matrices
+    # one layer's matrices; a mixture of experts' routed experts apart (expert_gemm_parts)
+    dense = compute.forward_flops(x.tokens, ctx.layer_params - _routed_params(ctx), 0, h, s)
     attention = x.tokens * ctx.attention_per_token  # Q K^T and A V: 4 b s^2 h (standard)
     head = compute.forward_flops(x.tokens, ctx.parts["embedding"], 0, h, s)  # output layer
     # the memory-bound work (norms, activation functions, residuals) reads and writes 16-bit
@@ -365,13 +473,20 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     mem_s = cal.nonmatmul_traffic * stored / hbm  # forward + backward, one layer
     # an FP8 recipe's casts: every Linear input (forward) and output gradient (backward)
     mem_s = mem_s + ctx.quantize_bytes_per_token * x.tokens / x.tp / hbm
-    if ctx.fp8_share:
-        fp8_rate = rate * (ctx.fp8_flops * ctx.fp8_achievable
-                           / (g.bf16_dense_flops * ctx.bf16_achievable))
-        gemm = dense / x.tp * (ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate)
-    else:
-        gemm = dense / x.tp / rate
+    per_flop = _seconds_per_flop(ctx, rate)
+    gemm = dense / x.tp * per_flop if ctx.fp8_share else dense / x.tp / rate
+    experts = expert_gemm_parts(ctx, x)  # the routed experts' GEMMs at their own shape
+    if ctx.experts is not None:
+        gemm = gemm + experts["layer_expert_gemm_s"]
     fwd_layer = gemm + attention / x.tp / rate + mem_s / 3
+    loop_s = np.zeros(np.shape(fwd_layer))
+    if ctx.experts is not None and ctx.expert_call_s:  # a host-bound loop of expert GEMMs
+        rest = fwd_layer - experts["layer_expert_gemm_s"]  # the layer's forward besides them
+        loop = moe.expert_loop_exposed_s(
+            m.experts / x.ep, ctx.expert_call_s, experts["moe_forward_gemm_s"],
+            2 * rest + experts["moe_backward_gemm_s"])
+        loop_s = ctx.experts.moe_share * loop["total_s"] / 3  # forward-pass units, averaged
+        fwd_layer = fwd_layer + loop_s
     scores = np.where(x.flash, 0.0, 5 * a * s * s * x.b / x.tp)  # Korthikanti's 5as^2b bytes
     selective = np.where(x.flash, 0.0, attention / x.tp / rate + cal.nonmatmul_traffic * scores
                          / hbm / 3)
@@ -379,16 +494,19 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     if ctx.framework.recompute_kinds:  # what the framework recomputes besides, below full
         kinds = _recomputed_kinds(ctx, x)
         up = compute.forward_flops(x.tokens, kinds["params"], 0, h, s) / x.tp
-        up_s = (up * (ctx.fp8_share / fp8_rate + (1 - ctx.fp8_share) / rate)
-                if ctx.fp8_share else up / rate)
+        up_s = up * per_flop if ctx.fp8_share else up / rate
         extra = up_s + cal.nonmatmul_traffic * kinds["traffic_bytes"] / hbm / 3
         rec_layer = rec_layer + np.where(x.rc == 2, 0.0, extra)
+    if ctx.framework.sac_every_other_matmul:  # the matmuls a per-op policy recomputes
+        rec_layer = rec_layer + np.where(
+            x.rc == 1, gemm * every_other_matmul_params(m) / ctx.layer_params, 0.0)
     head_s = 3 * head / x.tp / rate  # forward + backward of the output layer, last stage
     if m.mtp_layers:  # each MTP module passes through the output layer again, after a 2h x h
         proj = compute.forward_flops(x.tokens, 2.0 * h * h, 0, h, s)  # projection
         head_s = head_s * (1 + m.mtp_layers) + 3 * m.mtp_layers * proj / x.tp / rate
     return {"layer_forward_s": fwd_layer, "layer_gemm_s": gemm, "layer_recompute_s": rec_layer,
-            "head_s": head_s}
+            "head_s": head_s, "rank_imbalance": experts["rank_imbalance"],
+            "layer_expert_loop_s": loop_s}
 
 
 def tensor_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
@@ -456,6 +574,7 @@ def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     """Seconds of one MoE layer's dispatch and combine all-to-alls for one micro-batch, left
     exposed: :func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of an expert group for
     the ``b s/(cp tp)`` tokens each routes (sequence parallelism splits them over ``tp``),
+    the busiest rank receiving ``ρ`` times the mean (``c["rank_imbalance"]``),
     forward and backward (a forward pair more under full recomputation); where the framework
     overlaps them, only what outlasts the layer's computation (forward and backward) shows."""
     shape = np.shape(x.tp)
@@ -466,7 +585,10 @@ def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     links, gpn = ctx.collectives.links, ctx.network.gpus_per_node
     idx = np.flatnonzero(on)
     ep = np.broadcast_to(x.ep, shape).ravel()[idx]
-    tokens = np.broadcast_to(x.tokens / x.tp, shape).ravel()[idx]
+    # the busiest rank receives ρ times the mean (moe.expected_rank_imbalance), its receive
+    # side sets the all-to-all's pace: as if every GPU routed ρ times its tokens
+    busiest = x.tokens / x.tp * c["rank_imbalance"]
+    tokens = np.broadcast_to(busiest, shape).ravel()[idx]
     full = np.broadcast_to(x.rc == 2, shape).ravel()[idx]
     total = np.zeros(idx.size)
     for e in np.unique(ep):
@@ -804,6 +926,79 @@ def _prefetched(units: np.ndarray, comp: np.ndarray, comm: np.ndarray, prefetch:
     return comm + np.maximum(units - 1, 0) * np.maximum(comp, comm) + comp
 
 
+def tensor_fetch_chain_s(layers, comp, gather, after=None):
+    """Seconds of ``layers`` passes through ``k`` units run in order, each unit's parameters
+    gathered one unit ahead while the CPU blocks at every unit (DeepSpeed's ZeRO-3 of 2021,
+    :attr:`~scaleout.plan.frameworks.Framework.zero3_blocking_fetch`).
+
+    On entering unit ``i`` the CPU waits for everything in flight, then issues the gather of
+    unit ``i + 1`` and unit ``i``'s computation, whose gradient reduction (``after[i]``, the
+    same communicator, so queued behind that gather) the next entry waits for too: unit ``i``
+    takes ``max(c_i, g_{i+1}) + r_i``, the next layer's first unit prefetched during this
+    layer's last (deepspeed/runtime/zero/stage3.py @ v0.3.16: ``fetch_sub_module``,
+    ``_synchronize_communication``, ``prefetch_next_sub_modules``). With the first gather
+    exposed and nothing to prefetch after the last unit::
+
+        g_0 + layers * sum_i (max(c_i, g_{(i+1) mod k}) + r_i) - max(c_{k-1}, g_0) + c_{k-1}
+
+    ``comp``, ``gather`` and ``after`` are sequences of ``k`` arrays (seconds per unit);
+    ``after`` None: no reduction.
+    """
+    k = len(comp)
+    if after is None:
+        after = [0.0] * k
+    per_layer = sum(np.maximum(comp[i], gather[(i + 1) % k]) + after[i] for i in range(k))
+    return (gather[0] + layers * per_layer - np.maximum(comp[-1], gather[0]) + comp[-1])
+
+
+def _dp_tensor_chain(ctx: Context, a: dict[str, np.ndarray], sharded) -> np.ndarray:
+    """Exposed seconds of ZeRO-3 gathering tensor by tensor with a blocking fetch
+    (:func:`tensor_fetch_chain_s`), for every micro-batch: a forward chain; with full
+    recomputation a recomputing forward chain that gathers every tensor again; a backward
+    chain in reverse order that gathers again the tensors released in between (those with
+    more than ``zero3_max_reuse_distance`` elements used between their two uses: under full
+    recomputation twice the elements of the layer's later tensors, otherwise always) and
+    reduce-scatters each tensor's gradient. Tensors under ``zero3_persistence_threshold``
+    elements stay whole. A unit's computation is its share of the layer's matrix multiplies
+    (by parameters); the layer's other work (attention, memory-bound kernels) is put on the
+    first gathered tensor (Q/K/V), the one whose computation it follows."""
+    fw, rec = ctx.framework, ctx.recipe
+    tp, layers = a["tp"], a["layers"]
+    sizes = [n for n in ctx.tensors if n >= fw.zero3_persistence_threshold]
+    if not sizes:  # nothing gathered: the whole layer stays on every GPU
+        return np.zeros(np.shape(tp))
+    total = float(sum(sizes))
+    fwd_layer, gemm = a["layer_forward"], a["layer_gemm"]
+    f_total = (a["per_layer"] - a["layer_recompute"]) / 3  # forward, TP and CP included
+    share = [gemm * n / total / fwd_layer for n in sizes]
+    share[0] = share[0] + (fwd_layer - gemm) / fwd_layer
+
+    def issued(op: str, n: int, bytes_per: float) -> np.ndarray:
+        """One tensor's collective, none where its shard of ``n / tp`` stays whole."""
+        size = np.broadcast_to(n / tp * bytes_per, tp.shape).astype(float)
+        return np.where(n / tp >= fw.zero3_persistence_threshold, sharded(op, size), 0.0)
+
+    ag = [issued("all_gather", n, rec.param_gather) for n in sizes]
+    rs = [issued("reduce_scatter", n, rec.grad_comm) for n in sizes]
+    full = a["rc"] == 2
+    c_f = [f_total * sh for sh in share]
+    fwd = tensor_fetch_chain_s(layers, c_f, ag)
+    # backward, last tensor first; its gathers are the tensors released since their last use
+    again = []
+    for i in range(len(sizes)):
+        later = 2.0 * sum(sizes[i + 1:]) / tp
+        keep = (later <= fw.zero3_max_reuse_distance if fw.zero3_max_reuse_distance is not None
+                else np.zeros(np.shape(tp), dtype=bool))
+        again.append(np.where(full & keep, 0.0, ag[i]))
+    rec_s = a["layer_recompute"]
+    c_b = [2 * f_total * sh + np.where(full, 0.0, rec_s * sh) for sh in share]
+    bwd = tensor_fetch_chain_s(layers, c_b[::-1], again[::-1], rs[::-1])
+    recompute = np.where(full, tensor_fetch_chain_s(layers, [rec_s * sh for sh in share], ag),
+                         0.0)
+    compute = layers * (a["per_layer"])
+    return fwd + bwd + recompute - compute
+
+
 def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
                         c: dict[str, np.ndarray], t: dict[str, np.ndarray],
                         busy: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -827,7 +1022,9 @@ def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
         "per_node_shard": per_node_shard, "replicas": replicas,
         "per_node_replica": per_node_replica, "tp": x.tp, "pp": x.pp,
         "micro_batches": x.micro_batches, "params": mem["params_per_gpu"],
-        "per_layer": per_layer, "layers": busy["layers"]}
+        "per_layer": per_layer, "layers": busy["layers"], "rc": x.rc,
+        "layer_forward": c["layer_forward_s"], "layer_gemm": c["layer_gemm_s"],
+        "layer_recompute": c["layer_recompute_s"]}
     if ctx.experts is not None:
         full_arrays.update({
             "edp": x.edp, "expert_params": mem["expert_params_per_gpu"],
@@ -943,6 +1140,8 @@ def _dp_full(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
     rest = np.maximum(a["params"] - layers * layer_params, 0.0)
     rest_s = (sharded("all_gather", rest * rec.param_gather)
               + sharded("reduce_scatter", rest * rec.grad_comm))
+    if fw.zero3_blocking_fetch and expert is None:
+        return a["micro_batches"] * (_dp_tensor_chain(ctx, a, sharded) + rest_s)
     gathers_back = np.where(a["pp"] > 1, 0.0, 1.0)  # resharded after forward only without PP
     c_f = per_layer / 3
     c_b = per_layer * 2 / 3

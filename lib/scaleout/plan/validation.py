@@ -140,13 +140,20 @@ def fit_calibration(sources: Iterable[str] = TRAINING, start: Calibration | None
     """
     chosen = list(sources)
     cal = start or DEFAULT_CALIBRATION
-    best = _objective(validate(cal, chosen))
+    seen: dict[Calibration, float] = {}  # a later round meets some trials again
+
+    def objective(trial: Calibration) -> float:
+        if trial not in seen:
+            seen[trial] = _objective(validate(trial, chosen))
+        return seen[trial]
+
+    best = objective(cal)
     for _ in range(rounds):
         moved = False
         for name, grid in GRID.items():
             for value in grid:
                 trial = replace(cal, **{name: value})
-                score = _objective(validate(trial, chosen))
+                score = objective(trial)
                 if score < best - 1e-12:
                     best, cal, moved = score, trial, True
         if not moved:

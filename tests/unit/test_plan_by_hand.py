@@ -1,0 +1,625 @@
+"""The planner's step model on a measured α-β network, checked term by term by hand.
+
+The layout is Narayanan et al. 2021's GPT-3 175B row of Table 1 (t = 8, p = 16, 1,536 A100s,
+batch 1,536, micro-batch 1) under Megatron-LM as published (nothing overlapped, full
+recomputation, no sequence parallelism). The network is given as measured α-β pairs, so
+every collective is priced by the textbook ring formulas, which the tests write out:
+a ring all-reduce over ``n`` GPUs takes ``2(n-1) α + 2(n-1)/n · S/B`` (Patarasuk and Yuan
+2009), reduce-scatter and all-gather half of that. Every expected value below is computed
+here from the model's shape (GPT-3: 96 layers, h = 12,288, 96 heads, s = 2,048,
+V = 50,257, tied embeddings), the A100's datasheet (312 TFLOP/s BF16, 2,039 GB/s) and the
+calibration's formulas (``η(x) = η_max x/(x + x_half)``), never from the planner's output.
+Further down: ZeRO's stages under Megatron-Core with its overlaps off, HAI-LLM's recomputed
+norms, a multi-token-prediction module given to GPT-3, Qwen3-30B-A3B's experts (its model
+card's 30.5 billion parameters, 128 SwiGLU experts of 768 per layer), and the search's rows,
+messages and presets table. Written to kill the planner's surviving mutants
+(``tests/MUTATION.md``).
+"""
+
+import numpy as np
+import pytest
+from scaleout import plan
+from scaleout.collectives import AlphaBeta, NodeNetwork
+
+L, H, HEADS, S, V = 96, 12288, 96, 2048, 50257
+LAYER_PARAMS = 12 * H * H + 13 * H  # GPT-3's layer: QKV, projection, 4h MLP, biases, norms
+PEAK, HBM = 312e12, 2039e9          # A100 SXM4 80GB datasheet: BF16 dense, HBM2e
+#: a made-up measured network: NVLink-like inside a node, a slower port between nodes
+A_IN, B_IN, A_OUT, B_OUT = 2e-6, 300e9, 5e-6, 25e9
+NET = NodeNetwork(intra=AlphaBeta(A_IN, B_IN), inter=AlphaBeta(A_OUT, B_OUT), gpus_per_node=8)
+EFF = 0.5  # the calibration's share of line rate, chosen so a wrong share shows
+CAL = plan.Calibration(collective_efficiency=EFF)
+
+
+def ring_all_reduce(n: int, size: float, alpha: float, bw: float) -> float:
+    """Patarasuk and Yuan's bandwidth-optimal ring: 2(n-1) steps, 2(n-1)/n of the data."""
+    return 0.0 if n == 1 else 2 * (n - 1) * alpha + 2 * (n - 1) / n * size / bw
+
+
+def ring_half(n: int, size: float, alpha: float, bw: float) -> float:
+    """Reduce-scatter or all-gather on a ring: n-1 steps, (n-1)/n of the data."""
+    return 0.0 if n == 1 else (n - 1) * alpha + (n - 1) / n * size / bw
+
+
+def _evaluate(tp=8, pp=16, dp=12, b=1, v=1, recompute="full", batch=1536, **kw):
+    return plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=tp, pp=pp, dp=dp, micro_batch=b, global_batch=batch, interleave=v, sp=False,
+        recompute=recompute), NET, calibration=CAL, framework="megatron-lm-2021", **kw)
+
+
+def _layer_forward_s(tp: int, b: int) -> float:
+    """One layer's forward on one GPU for one micro-batch: its matrices (2 FLOPs per parameter
+    and token) and attention's two products (4 s h per token) at η(min(h/t, b s)) × peak,
+    plus the memory-bound work, κ = 8 times the 16-bit activations Korthikanti et al. Table 2
+    stores without sequence parallelism, sbh (10 + 24/t + 5as/(ht)), over a third of the
+    forward-and-backward traffic."""
+    tokens = b * S
+    x = min(H / tp, tokens)
+    rate = 0.74 * x / (x + 50.0) * PEAK
+    matrices = 2 * tokens * LAYER_PARAMS / tp / rate
+    attention = tokens * 4 * S * H / tp / rate
+    stored = S * b * H * (10 + 24 / tp + 5 * HEADS * S / (H * tp))
+    return matrices + attention + 8.0 * stored / HBM / 3
+
+
+def _head_s(tp: int, b: int) -> float:
+    """The output layer's forward and backward (2 + 4 FLOPs per weight and token)."""
+    tokens = b * S
+    x = min(H / tp, tokens)
+    return 3 * 2 * tokens * V * H / tp / (0.74 * x / (x + 50.0) * PEAK)
+
+
+@pytest.mark.parametrize(("recompute", "calls"), [("full", 6), ("selective", 4), ("none", 4)])
+def test_tensor_parallel_all_reduces_are_rings_of_2bsh_bytes(recompute, calls):
+    """Four all-reduces of 2bsh bytes per layer and micro-batch (six with full recomputation),
+    over the 8 GPUs of a node, for the busiest stage's 6 layers and the 128 micro-batches."""
+    result = _evaluate(recompute=recompute)
+    one = ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    assert result.step["tp_comm"] == pytest.approx(128 * 6 * calls * one, rel=1e-12)
+
+
+@pytest.mark.parametrize(("tp", "pp", "dp", "v", "alpha", "bw"), [
+    (8, 16, 12, 1, A_OUT, B_OUT),   # a stage fills whole nodes: its neighbour is on another
+    (8, 16, 12, 2, A_OUT, B_OUT),   # two chunks per GPU: twice the sends
+    (2, 4, 2, 1, A_IN, B_IN),       # tp × dp = 4 GPUs: consecutive stages share a node
+])
+def test_pipeline_sends_are_2bsh_over_t_twice_per_micro_batch_and_chunk(tp, pp, dp, v, alpha,
+                                                                        bw):
+    """Scatter/gather sends (Narayanan Sec. 4.1): 2bsh/t bytes, a forward and a backward one
+    per micro-batch and model chunk, all on the critical path in Megatron-LM 2021."""
+    m = 1536 // dp
+    result = _evaluate(tp=tp, pp=pp, dp=dp, v=v)
+    hand = 2 * v * m * (alpha + 2 * S * H / tp / (bw * EFF))
+    assert result.step["p2p"] == pytest.approx(hand, rel=1e-12)
+
+
+def test_without_pipelining_nothing_is_sent():
+    result = plan.evaluate("megatron-7.5b", "A100", plan.Plan(tp=8, pp=1, dp=2, micro_batch=1,
+                                                              global_batch=32), NET,
+                           calibration=CAL, framework="megatron-lm-2021")
+    assert result.step["p2p"] == 0.0 and result.step["bubble"] == 0.0
+
+
+def test_gradient_all_reduce_is_a_flat_ring_when_tensor_parallelism_fills_the_node():
+    """t = 8 fills each node, so the 12 data-parallel ranks of a stage sit on 12 nodes: one ring
+    over the network of the first stage's gradients (2 bytes each: its 6 layers, the word and
+    position embeddings, over t), after the last backward pass."""
+    params = (6 * LAYER_PARAMS + V * H + S * H) / 8
+    result = _evaluate()
+    assert result.step["dp_comm"] == pytest.approx(
+        ring_all_reduce(12, 2 * params, A_OUT, B_OUT * EFF), rel=1e-12)
+
+
+def test_gradient_all_reduce_is_hierarchical_over_the_ranks_a_node_holds():
+    """t = 2 leaves room for 4 data-parallel ranks per node: reduce-scatter among them, an
+    all-reduce of a quarter across the 12 nodes (48 / 4), all-gather (Thakur et al. 2005)."""
+    params = (6 * LAYER_PARAMS + V * H + S * H) / 2
+    grads = 2 * params
+    hand = (ring_half(4, grads, A_IN, B_IN * EFF)
+            + ring_all_reduce(12, grads / 4, A_OUT, B_OUT * EFF)
+            + ring_half(4, grads, A_IN, B_IN * EFF))
+    result = _evaluate(tp=2, pp=16, dp=48)
+    assert result.step["dp_comm"] == pytest.approx(hand, rel=1e-12)
+
+
+def test_compute_recompute_and_bubble_by_hand():
+    """The last stage (6 layers and the output layer) is the busiest: per micro-batch a
+    forward, a backward of twice its FLOPs, a full recomputation of the layers' forward;
+    the bubble is (p - 1) of an average stage's micro-batch time (Narayanan Sec. 2.2)."""
+    result = _evaluate()
+    fwd, head = _layer_forward_s(8, 1), _head_s(8, 1)
+    m = 128
+    assert result.step["forward"] == pytest.approx(m * (6 * fwd + head / 3), rel=1e-9)
+    assert result.step["backward"] == pytest.approx(m * (12 * fwd + 2 * head / 3), rel=1e-9)
+    assert result.step["recompute"] == pytest.approx(m * 6 * fwd, rel=1e-9)
+    tp_layer = 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    average = (L * (3 * fwd + fwd + tp_layer) + head) / 16
+    assert result.step["bubble"] == pytest.approx(15 * average, rel=1e-9)
+    interleaved = _evaluate(v=2)
+    assert interleaved.step["bubble"] == pytest.approx(15 / 2 * average, rel=1e-9)
+
+
+def test_selective_recomputation_repeats_attention_and_its_score_bytes():
+    """Korthikanti et al. Sec. 5: selective recomputation repeats attention's two products
+    (4 b s² h FLOPs) and the memory-bound work on its 5 a s² b stored bytes."""
+    result = _evaluate(recompute="selective")
+    x = min(H / 8, S)
+    rate = 0.74 * x / (x + 50.0) * PEAK
+    per_layer = S * 4 * S * H / 8 / rate + 8.0 * 5 * HEADS * S * S / 8 / HBM / 3
+    assert result.step["recompute"] == pytest.approx(128 * 6 * per_layer, rel=1e-9)
+    assert _evaluate(recompute="none").step["recompute"] == 0.0
+
+
+def test_stage_memory_by_hand():
+    """ZeRO-less mixed precision: 2 + 2 + 12 bytes per parameter; full recomputation keeps each
+    layer's 2sbh-byte input for every micro-batch in flight (p - i on stage i under 1F1B);
+    the first stage holds the embeddings, the last a copy of the tied output layer, the final
+    norm and the loss's fp32 logits (2 × 4 × b s V/t); every GPU 1.75 GiB besides and 5% of
+    what it holds."""
+    result = _evaluate()
+    first = (6 * LAYER_PARAMS + V * H + S * H) / 8
+    last = (6 * LAYER_PARAMS + V * H + H + H) / 8
+    gib = 2**30
+    for stage in result.stages:
+        params = first if stage.stage == 0 else last if stage.stage == 15 else (
+            6 * LAYER_PARAMS / 8)
+        assert stage.layers == 6
+        assert stage.params == pytest.approx(params, rel=1e-12)
+        assert (stage.weights_bytes, stage.grads_bytes, stage.optimizer_bytes) == \
+            pytest.approx((2 * params, 2 * params, 12 * params), rel=1e-12)
+        assert stage.in_flight == 16 - stage.stage
+        assert stage.activations_bytes == pytest.approx(2 * S * H * 6 * (16 - stage.stage),
+                                                        rel=1e-12)
+        held = 16 * params + stage.activations_bytes
+        logits = 8 * S * V / 8 if stage.stage == 15 else 0.0
+        assert stage.reserve_bytes == pytest.approx(1.75 * gib + 0.05 * held + logits,
+                                                    rel=1e-12)
+        assert (stage.embedding, stage.output) == (stage.stage == 0, stage.stage == 15)
+    assert result.memory == result.stages[0].parts()
+    assert result.stage_memory_bytes["first"] == pytest.approx(result.stages[0].total_bytes,
+                                                               rel=1e-12)
+    assert result.stage_memory_bytes["last"] == pytest.approx(result.stages[15].total_bytes,
+                                                              rel=1e-12)
+
+
+#: Megatron-Core with every overlap turned off: its collectives in buckets, nothing hidden
+MCORE_PLAIN = {"framework": "megatron-core",
+               "switches": {"grad_overlap": False, "param_gather_overlap": False,
+                            "tp_overlap": False, "p2p_overlap": False}}
+BUCKET = 40e6 * 4  # Megatron-Core's bucket: 40 million fp32 gradients
+
+
+def test_zero1_reduce_scatters_and_gathers_in_buckets_each_paying_its_latency():
+    """The distributed optimizer (ZeRO-1): the first stage's gradients reduce-scattered and its
+    updated weights all-gathered over the 12 data-parallel ranks, a flat ring across nodes,
+    in ceil(bytes / bucket) calls, each paying the ring's 11 latencies; the optimizer state
+    (12 bytes a parameter) sharded 12 ways."""
+    params = (6 * LAYER_PARAMS + V * H + S * H) / 8
+    k = -(-2 * params // BUCKET)  # ceil
+    assert k == 18  # 2.88 GB in 160 MB buckets
+    one_way = k * 11 * A_OUT + 11 / 12 * 2 * params / (B_OUT * EFF)
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=8, pp=16, dp=12, micro_batch=1, global_batch=1536, sp=False, recompute="full",
+        zero_stage=1), NET, calibration=CAL, **MCORE_PLAIN)
+    assert result.step["dp_comm"] == pytest.approx(2 * one_way, rel=1e-12)
+    first = result.stages[0]
+    assert (first.weights_bytes, first.grads_bytes, first.optimizer_bytes) == pytest.approx(
+        (2 * params, 2 * params, 12 * params / 12), rel=1e-12)
+
+
+def test_zero3_gathers_every_layer_for_forward_and_backward_one_ahead():
+    """ZeRO-3 without pipelining (FSDP-style, one unit per layer, the next one prefetched):
+    per micro-batch each of the 96 layers' weights are all-gathered before its forward and
+    again before its backward, its gradients reduce-scattered after it; a gather hides behind
+    the previous unit's compute where it is shorter, so a pass over U units takes
+    ``c + (U - 1) max(compute, comm) + compute``; the embeddings and final norm are one more
+    gather and reduce-scatter. Every GPU also keeps two layers gathered whole."""
+    dp, m = 192, 8
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=8, pp=1, dp=dp, micro_batch=1, global_batch=1536, sp=False, recompute="full",
+        zero_stage=3), NET, calibration=CAL, **MCORE_PLAIN)
+    layer = LAYER_PARAMS / 8
+    rest = (V * H + S * H + 2 * H) / 8
+    gather = ring_half(dp, 2 * layer, A_OUT, B_OUT * EFF)
+    scatter = ring_half(dp, 2 * layer, A_OUT, B_OUT * EFF)
+    fwd = _layer_forward_s(8, 1)
+    per_layer = 3 * fwd + fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    c_f, c_b = per_layer / 3, 2 * per_layer / 3
+    forward = gather + 95 * max(c_f, gather) + c_f
+    backward = (gather + scatter) + 95 * max(c_b, gather + scatter) + c_b
+    rest_s = 2 * ring_half(dp, 2 * rest, A_OUT, B_OUT * EFF)
+    hand = m * (forward + backward - 96 * (c_f + c_b) + rest_s)
+    assert result.step["dp_comm"] == pytest.approx(hand, rel=1e-9)
+    params = 96 * layer + rest
+    only = result.stages[0]
+    assert (only.weights_bytes, only.grads_bytes, only.optimizer_bytes) == pytest.approx(
+        (2 * params / dp, 2 * params / dp, 12 * params / dp), rel=1e-12)
+    held = 16 * params / dp + only.activations_bytes
+    logits = 8 * S * V / 8
+    assert only.reserve_bytes == pytest.approx(
+        1.75 * 2**30 + 0.05 * held + logits + 2 * 2 * layer, rel=1e-12)
+    assert result.step["optimizer"] == pytest.approx(params * 28 / dp / HBM, rel=1e-12)
+
+
+def test_zero2_shards_gradients_and_optimizer_but_not_weights():
+    """ZeRO-2 (PyTorch FSDP's SHARD_GRAD_OP, no pipelining): 2Ψ + 14Ψ/N_d (ZeRO Sec. 5.2)."""
+    result = plan.evaluate("megatron-7.5b", "A100", plan.Plan(
+        tp=8, pp=1, dp=4, micro_batch=1, global_batch=32, zero_stage=2), NET,
+        calibration=CAL, framework="pytorch-fsdp")
+    w = result.memory["weights"]
+    assert result.memory["grads"] == pytest.approx(w / 4, rel=1e-12)
+    assert result.memory["optimizer"] == pytest.approx(6 * w / 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("pp", [5, 7, 9])
+def test_uneven_split_is_the_fastest_whole_layer_split_of_a_plain_search(pp):
+    """96 layers on a pp that does not divide them: the last stage takes L layers and the
+    output layer, the others ceil((96 - L)/(pp - 1)) each at most, earlier stages full. The
+    planner's split must be as fast as the best a plain loop over every L finds (the busiest
+    stage's micro-batch time; several L may tie), with the earlier stages full; the bubble is
+    still (pp - 1) of an average stage."""
+    result = _evaluate(tp=8, pp=pp, dp=1, batch=64, recompute="full")
+    fwd, head = _layer_forward_s(8, 1), _head_s(8, 1)
+    per_layer = 4 * fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+
+    def busiest(last):
+        return max(-(-(L - last) // (pp - 1)) * per_layer, last * per_layer + head)
+
+    best = min(busiest(last) for last in range(L - (pp - 1) + 1))
+    counts = [stage.layers for stage in result.stages]
+    last = counts[-1]
+    assert busiest(last) == pytest.approx(best, rel=1e-12)
+    k, rest = -(-(L - last) // (pp - 1)), L - last
+    full = rest - (pp - 1) * (k - 1)  # stages with k layers, the others k - 1
+    assert counts == [k] * full + [k - 1] * (pp - 1 - full) + [last]
+    m = 64
+    busy_layers, busy_head = (last, 1.0) if last * per_layer + head >= k * per_layer else (k, 0.0)
+    assert result.step["forward"] == pytest.approx(
+        m * (busy_layers * fwd + busy_head * head / 3), rel=1e-9)
+    assert result.step["bubble"] == pytest.approx((pp - 1) * (L * per_layer + head) / pp,
+                                                  rel=1e-9)
+
+
+@pytest.mark.parametrize(("recompute", "extra"), [("none", 0), ("selective", 1), ("full", 2)])
+def test_throughput_mfu_hfu_and_megatron_flops_by_hand(recompute, extra):
+    """Tokens/s is B s over the step; model FLOPs 6N + 12 l h s per token (PaLM App. B, N
+    every parameter, embeddings once); hardware FLOPs add attention's forward products again
+    under selective recomputation and a whole forward pass under full; Megatron's Eq. 3
+    counts 96 B s l h² (1 + s/6h + V/16lh) per iteration whatever the recomputation; a
+    training budget in tokens gives days and GPU-hours."""
+    result = _evaluate(recompute=recompute, tokens=300e9)
+    n, step = 1536, result.step_s
+    params = L * LAYER_PARAMS + V * H + S * H + 2 * H
+    assert step == pytest.approx(sum(result.step.values()), rel=1e-12)
+    assert result.tokens_per_s == pytest.approx(1536 * S / step, rel=1e-12)
+    model = 1536 * S * (6 * params + 12 * L * H * S)
+    hardware = model + {0: 0.0, 1: 1536 * S * 4 * L * H * S,
+                        2: 1536 * S * (2 * params + 4 * L * H * S)}[extra]
+    assert result.mfu == pytest.approx(model / (step * n * PEAK), rel=1e-12)
+    assert result.hfu == pytest.approx(hardware / (step * n * PEAK), rel=1e-12)
+    assert result.model_tflops_per_gpu == pytest.approx(model / (step * n) / 1e12, rel=1e-12)
+    assert result.hardware_tflops_per_gpu == pytest.approx(hardware / (step * n) / 1e12,
+                                                           rel=1e-12)
+    megatron = 96 * 1536 * S * L * H * H * (1 + S / (6 * H) + V / (16 * L * H))
+    assert result.megatron_tflops_per_gpu == pytest.approx(megatron / (step * n) / 1e12,
+                                                           rel=1e-12)
+    seconds = 300e9 / (1536 * S / step)
+    assert result.training_days == pytest.approx(seconds / 86400, rel=1e-12)
+    assert result.gpu_hours == pytest.approx(seconds * n / 3600, rel=1e-12)
+
+
+def test_fit_headroom_shortfall_and_tight_by_hand():
+    """The first stage holds the most: below 80 GiB it fits, with the rest as headroom; the
+    same layout on 16 stages fits where it would not on 4 (four times the layers per GPU)."""
+    gib = 2**30
+    fits = _evaluate()
+    total = sum(fits.memory.values())
+    assert fits.memory_bytes == pytest.approx(total, rel=1e-12)
+    assert fits.capacity_bytes == 80 * gib
+    assert fits.fits and fits.shortfall_gib == 0.0
+    assert fits.headroom_gib == pytest.approx((80 * gib - total) / gib, rel=1e-12)
+    assert total < 0.9 * 80 * gib and not fits.tight
+    assert fits.largest_stage == fits.stages[0]
+    shown = fits.memory_gib()
+    assert shown["total"] == pytest.approx(total / gib, rel=1e-12)
+    assert shown["capacity"] == 80.0
+    assert shown["weights"] == pytest.approx(fits.memory["weights"] / gib, rel=1e-12)
+    over = _evaluate(pp=4, dp=48)
+    o_total = sum(over.memory.values())
+    assert o_total > 80 * gib and not over.fits and over.tight
+    assert over.shortfall_gib == pytest.approx((o_total - 80 * gib) / gib, rel=1e-12)
+    assert over.headroom_gib == pytest.approx(-over.shortfall_gib, rel=1e-12)
+
+
+def test_data_parallel_ranks_per_node_are_the_largest_divisor_that_fits():
+    """A plain loop: the most ranks of a data-parallel group of ``dp`` one node can hold
+    (``room``) that still split the group into whole per-node parts."""
+    from scaleout.plan.network import dp_ranks_per_node
+
+    dps = [1, 2, 3, 4, 6, 7, 8, 12, 16, 18, 48, 96, 100, 1024]
+    rooms = [1, 2, 3, 4, 8, 9, 72]
+    grid = [(d, r) for d in dps for r in rooms]
+    got = dp_ranks_per_node([d for d, _ in grid], [r for _, r in grid])
+    for (d, r), k in zip(grid, got.tolist(), strict=True):
+        best = 1
+        for c in range(1, d + 1):
+            if d % c == 0 and c <= r:
+                best = c
+        assert k == best, (d, r)
+    assert dp_ranks_per_node([[12, 18], [48, 7]], 4).tolist() == [[4, 3], [4, 1]]
+
+
+def test_collectives_of_a_group_within_one_node_use_the_node_link_alone():
+    """tp = 2, dp = 4, pp = 1 on one 8-GPU node: the gradient all-reduce is one ring over
+    the 4 data-parallel ranks on the node's link (no network), and it runs even with one
+    micro-batch per replica."""
+    result = plan.evaluate("megatron-7.5b", "A100", plan.Plan(tp=2, pp=1, dp=4, micro_batch=1,
+                                                              global_batch=4, sp=False), NET,
+                           calibration=CAL, framework="megatron-lm-2021")
+    params = result.memory["weights"] / 2
+    assert result.step["dp_comm"] == pytest.approx(
+        ring_all_reduce(4, 2 * params, A_IN, B_IN * EFF), rel=1e-12)
+    alone = plan.evaluate("megatron-7.5b", "A100", plan.Plan(tp=8, pp=1, dp=1, micro_batch=1,
+                                                             global_batch=4, sp=False), NET,
+                          calibration=CAL, framework="megatron-lm-2021")
+    assert alone.step["dp_comm"] == 0.0
+
+
+def test_preset_rows_say_each_presets_switches_in_words():
+    """The table of presets (notebook 08), read against the presets' documented switches."""
+    from scaleout.plan.frameworks import preset_rows
+
+    rows = {r["preset"]: r for r in preset_rows()}
+    assert rows["megatron-lm-2021"] == {
+        "preset": "megatron-lm-2021", "framework": "Megatron-LM as published in 2021-22",
+        "collectives": "NCCL, topology-aware", "gradients": "one call", "overlapped": "nothing",
+        "ZeRO-3 gathers": "—", "ZeRO stages": "0", "with pipelining": "no ZeRO",
+        "hybrid sharding": "no", "context parallel": "no", "expert parallel": "no",
+        "schedule": "1F1B"}
+    ds = rows["deepspeed-2021"]  # buckets of 5e8 two-byte gradients: 1e9 B = 954 MiB
+    assert (ds["collectives"], ds["gradients"], ds["overlapped"], ds["ZeRO-3 gathers"],
+            ds["ZeRO stages"], ds["with pipelining"]) == (
+        "NCCL, flat rings across nodes", "buckets of 954 MiB", "gradient reduction",
+        "per tensor, 1 ahead, the host waiting at each",  # v0.3.16's synchronize per fetch
+        "0, 1, 2, 3", "up to ZeRO-1")
+    mc = rows["megatron-core"]  # 40 million fp32 gradients: 160e6 B = 153 MiB
+    assert (mc["gradients"], mc["overlapped"], mc["ZeRO-3 gathers"], mc["hybrid sharding"],
+            mc["context parallel"], mc["expert parallel"]) == (
+        "buckets of 153 MiB",
+        "gradient reduction, ZeRO-1/2 weight gather, tensor-parallel, pipeline sends",
+        "per layer, 1 ahead", "yes", "ring", "yes")
+    hai = rows["deepseek-hai-llm"]
+    assert (hai["overlapped"], hai["schedule"], hai["ZeRO-3 gathers"]) == (
+        "pipeline sends, MoE all-to-all", "DualPipe", "—")
+    assert rows["torchtitan"]["with pipelining"] == "up to ZeRO-3"
+
+
+@pytest.mark.parametrize("intra_hw", ["nvlink", "pci"])
+@pytest.mark.parametrize(("op", "n", "per_node"), [
+    ("all_reduce", 64, 8), ("reduce_scatter", 16, 4), ("all_gather", 8, 8), ("all_reduce", 4, 1)])
+def test_one_collective_costs_what_the_array_form_gives(intra_hw, op, n, per_node):
+    """``CollectiveModel.time`` (one group) and ``.seconds`` (many plans at once) are two ways
+    to ask NCCL's model the same question: they agree for each op, group, node share and
+    intra-node hardware, with the default node aggregation and without."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+    from scaleout.plan.network import collective_model, derated_links
+
+    net = NodeNetwork("NVLink 3", "InfiniBand HDR", 8)
+    cm = replace(collective_model(net, derated_links(net, 0.9), catalog.gpu("A100"), True),
+                 intra_hw=intra_hw)
+    assert cm.nccl
+    sizes = np.array([1e3, 1e6, 1e9])
+    ones = np.ones(3, dtype=np.int64)
+    for aggregate in (True, False):
+        many = cm.seconds(op, sizes, n * ones, per_node * ones, node_aggregate=aggregate)
+        assert cm.time(op, sizes, n, per_node, node_aggregate=aggregate) == pytest.approx(
+            many, rel=1e-12)
+    assert cm.time(op, sizes, n, per_node) == pytest.approx(
+        cm.seconds(op, sizes, n * ones, per_node * ones), rel=1e-12)
+    assert cm.time(op, sizes, 1, 1).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.fixture(scope="module")
+def small_search():
+    """Megatron 7.5B on 32 A100s (4 nodes of 8) under Megatron-LM 2021: a few hundred plans."""
+    return plan.search("megatron-7.5b", "A100", 32, 64, NET, calibration=CAL,
+                       framework="megatron-lm-2021", max_micro_batch=2, max_interleave=2)
+
+
+def test_search_rows_are_the_evaluated_plans_and_shares_count_them(small_search):
+    """Each of the top rows is its plan evaluated in full (memory in GiB, recomputation,
+    step, the gap to the fastest in percent), and ``share_where`` counts, among the top
+    plans, those with TP inside a node and with PP and DP above one, as a plain loop does."""
+    rows = small_search.top(12)
+    assert [r["rank"] for r in rows] == list(range(1, 13))
+    for r in rows:
+        result = small_search.result(r["rank"] - 1)
+        p = result.plan
+        assert (r["tp"], r["pp"], r["dp"], r["micro_batch"], r["interleave"], r["zero_stage"],
+                r["sp"], r["recompute"], r["cp"], r["ep"]) == (
+            p.tp, p.pp, p.dp, p.micro_batch, p.interleave, p.zero_stage, p.sp, p.recompute,
+            p.cp, p.ep)
+        assert r["plan"] == p.label
+        assert r["memory_gib"] == pytest.approx(result.memory_bytes / 2**30, rel=1e-9)
+        assert r["step_s"] == pytest.approx(result.step_s, rel=1e-9)
+        assert r["tokens_per_s"] == pytest.approx(result.tokens_per_s, rel=1e-9)
+        assert r["mfu_pct"] == pytest.approx(100 * result.mfu, rel=1e-9)
+        assert r["slower_pct"] == pytest.approx(100 * (r["step_s"] / rows[0]["step_s"] - 1),
+                                                rel=1e-9, abs=1e-9)
+    every = small_search.top(small_search.n_fit)
+    assert len({r["recompute"] for r in every}) > 1
+    assert {r["tp"] for r in every} >= {1, 8} and {r["dp"] for r in every} >= {1, 2}
+    for k in (1, 5, 12, small_search.n_fit):
+        top = every[:k]
+        shares = small_search.share_where(k)
+        assert shares == {
+            "tp_within_node": sum(r["tp"] <= 8 for r in top) / k,
+            "pp_over_1": sum(r["pp"] > 1 for r in top) / k,
+            "dp_over_1": sum(r["dp"] > 1 for r in top) / k}
+    pp_shares = {small_search.share_where(k)["pp_over_1"] for k in range(1, 13)}
+    dp_shares = {small_search.share_where(k)["dp_over_1"] for k in range(1, 13)}
+    assert pp_shares - {0.0, 1.0} or dp_shares - {0.0, 1.0}  # the shares are not all trivial
+
+
+def test_no_valid_layout_names_each_rule_and_the_splits_it_removed():
+    """7 GPUs split three ways: 7-way DP breaks the batch of 64, 7-way TP the 32 heads, 7-way
+    PP the 36 layers (uneven stages refused); the message counts one of three for each and
+    says what to try."""
+    with pytest.raises(plan.NoPlanError) as err:
+        plan.search("megatron-7.5b", "A100", 7, 64, uneven_layers=False)
+    assert str(err.value) == (
+        "no layout of n_gpus=7 is valid for megatron-7.5b with global_batch=64: of the 3 ways "
+        "to split 7 GPUs into TP × PP × DP, the data-parallel size n/(tp·pp) must divide "
+        "global_batch=64 (1 of 3); tensor-parallel sizes must divide the 32 heads (1 of 3); "
+        "pipeline sizes must divide the 36 layers (1 of 3). Try a GPU count with more small "
+        "factors (a multiple of 8) or a global batch divisible by it.")
+    assert err.value.closest is None
+
+
+@pytest.mark.parametrize(("sp", "recipe", "stored"), [
+    (False, "mixed-adam", 2), (True, "mixed-adam", 2), (True, "fp32-adam", 4)])
+def test_recomputed_norms_free_their_outputs_and_cost_their_traffic(sp, recipe, stored):
+    """DeepSeek's HAI-LLM recomputes the normalisations (DeepSeek-V3 Sec. 3.2.3); on a dense
+    model that is all its recompute kinds change: the two norm outputs, 2sbh values each
+    (split over t under sequence parallelism, Korthikanti Sec. 4.2.2) stored at the Linear
+    inputs' bytes (2, or 4 in fp32), leave every stored layer, and their forward traffic
+    (κ = 8 times their 16-bit bytes over three) joins the recomputation.
+    DualPipe on 2 stages: each GPU keeps pp + 1 = 3 micro-batches of the 48 layers its two
+    stages hold on average, and runs 48 layers per micro-batch."""
+    from dataclasses import replace
+
+    hai = plan.framework("deepseek-hai-llm")
+    layout = plan.Plan(tp=8, pp=2, dp=1, micro_batch=1, global_batch=16, sp=sp,
+                       recompute="selective")
+    runs = [plan.evaluate("gpt3-175b", "A100", layout, NET, calibration=CAL, framework=f,
+                          recipe=recipe) for f in (hai, replace(hai, recompute_kinds=()))]
+    norms = 4 * S * H / (8 if sp else 1)
+    assert runs[1].memory["activations"] - runs[0].memory["activations"] == pytest.approx(
+        norms * stored / 2 * 48 * 3, rel=1e-9)
+    assert runs[0].step["recompute"] - runs[1].step["recompute"] == pytest.approx(
+        16 * 48 * 8.0 * norms / HBM / 3, rel=1e-9)
+
+
+def test_a_plan_from_arrays_without_cp_ep_or_shards_keeps_them_at_their_defaults():
+    """Arrays that never varied context or expert parallelism, nor hybrid sharding (as a
+    search before those existed kept them), give plans with cp = ep = 1 and ZeRO over all
+    of dp."""
+    a = {"tp": [8, 2], "pp": [2, 1], "dp": [4, 16], "micro_batch": [1, 2],
+         "zero_stage": [1, 0], "sp": [True, False], "recompute": ["selective", "full"],
+         "interleave": [1, 1], "flash": [False, True]}
+    p = plan.plan_from_arrays(a, 0, global_batch=64)
+    assert (p.tp, p.pp, p.dp, p.micro_batch, p.zero_stage, p.sp, p.recompute, p.cp, p.ep,
+            p.shard_group) == (8, 2, 4, 1, 1, True, "selective", 1, 1, 4)
+    q = plan.plan_from_arrays(a, 1, global_batch=64, seq_len=4096)
+    assert (q.tp, q.dp, q.micro_batch, q.recompute, q.flash_attention, q.seq_len, q.cp,
+            q.ep) == (2, 16, 2, "full", True, 4096, 1, 1)
+
+
+def test_gradient_all_reduce_on_a_flat_network_is_one_ring_over_every_rank():
+    """The same 4 ranks per node as above, on a network that does not run collectives
+    hierarchically: one ring over all 48 ranks, paced by the network port."""
+    flat = NodeNetwork(intra=AlphaBeta(A_IN, B_IN), inter=AlphaBeta(A_OUT, B_OUT),
+                       gpus_per_node=8, hierarchical=False)
+    params = (6 * LAYER_PARAMS + V * H + S * H) / 2
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=2, pp=16, dp=48, micro_batch=1, global_batch=1536, sp=False, recompute="full"),
+        flat, calibration=CAL, framework="megatron-lm-2021")
+    assert result.step["dp_comm"] == pytest.approx(
+        ring_all_reduce(48, 2 * params, A_OUT, B_OUT * EFF), rel=1e-12)
+
+
+def test_an_unknown_framework_name_suggests_the_close_preset():
+    with pytest.raises(ValueError, match=r"framework='megatron-cor' is not a preset \(did you "
+                       r"mean 'megatron-core'( or [^)]*)?\?\); presets: megatron-lm-2021, "):
+        plan.framework("megatron-cor")
+    with pytest.raises(ValueError, match=r"framework='zzz' is not a preset; presets: "):
+        plan.framework("zzz")
+
+
+def test_a_multi_token_prediction_module_sits_on_the_last_stage():
+    """GPT-3 given one MTP module (DeepSeek-V3 Sec. 2.2: a transformer layer, a 2h × h
+    projection, one more pass through the shared output layer): the last stage holds
+    (12h² + 13h + 2h²)/t parameters and one layer of activations more, the first stage
+    nothing more; its forward runs the module's layer, the projection and the output layer
+    again on every micro-batch."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    layout = plan.Plan(tp=8, pp=16, dp=12, micro_batch=1, global_batch=1536, sp=False,
+                       recompute="full")
+    base, mtp = (plan.evaluate(m, "A100", layout, NET, calibration=CAL,
+                               framework="megatron-lm-2021")
+                 for m in (catalog.model("gpt3-175b"),
+                           replace(catalog.model("gpt3-175b"), mtp_layers=1)))
+    assert mtp.stages[-1].params - base.stages[-1].params == pytest.approx(
+        (LAYER_PARAMS + 2 * H * H) / 8, rel=1e-12)
+    assert (mtp.stages[-1].layers, base.stages[-1].layers) == (7, 6)
+    assert mtp.stages[-1].activations_bytes - base.stages[-1].activations_bytes == \
+        pytest.approx(2 * S * H, rel=1e-12)
+    assert mtp.stages[0].params == base.stages[0].params
+    fwd, head = _layer_forward_s(8, 1), _head_s(8, 1)
+    x = min(H / 8, S)
+    proj = 3 * 2 * S * 2 * H * H / 8 / (0.74 * x / (x + 50.0) * PEAK)
+    per_layer = 4 * fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    head_mtp = 2 * head + proj + per_layer
+    assert mtp.step["forward"] == pytest.approx(128 * (6 * fwd + head_mtp / 3), rel=1e-9)
+
+
+@pytest.mark.parametrize("ep", [1, 8])
+def test_one_stage_of_a_mixture_of_experts_holds_all_but_the_other_experts_shards(ep):
+    """Qwen3-30B-A3B on one stage: every parameter (30.5 billion, the model card's total,
+    given to 0.05 billion) less the routed experts other GPUs of the expert group hold:
+    48 layers × 128 experts × 3 × 2048 × 768 (SwiGLU) routed parameters, 1/ep of them here."""
+    routed = 48 * 128 * 3 * 2048 * 768
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(tp=1, pp=1, dp=8, ep=ep,
+                                                              micro_batch=1, global_batch=8))
+    assert result.stages[0].params == pytest.approx(30.5e9 - routed + routed / ep, abs=0.05e9)
+
+
+def test_a_mixture_of_experts_reduces_expert_gradients_over_their_copies_only():
+    """Qwen3-30B-A3B on 8 GPUs of one node, 4-way expert parallelism, plain data parallelism
+    (Megatron-Core with its overlaps off): the non-expert gradients are all-reduced over all 8
+    ranks, each expert's over the tp·dp/ep = 2 GPUs holding a copy of it, each in buckets of
+    160 MB that pay the ring's latencies (2 bytes a gradient)."""
+    routed = 48 * 128 * 3 * 2048 * 768 / 4  # the routed experts one GPU holds
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8), NET, calibration=CAL,
+        **MCORE_PLAIN)
+    dense = 2 * (result.stages[0].params - routed)
+    experts = 2 * routed
+    k_dense, k_experts = -(-dense // BUCKET), -(-experts // BUCKET)
+    bw = B_IN * EFF
+    hand = (k_dense * 14 * A_IN + 14 / 8 * dense / bw) + (k_experts * 2 * A_IN + experts / bw)
+    assert result.step["dp_comm"] == pytest.approx(hand, rel=1e-12)
+
+
+def test_zero3_of_a_mixture_of_experts_gathers_each_layers_experts_over_their_copies():
+    """ZeRO-3 of Qwen3-30B-A3B on one node (4-way expert parallelism, 8-way data parallelism)
+    on a network fast enough that every gather hides behind the unit before it: per
+    micro-batch only the first gather of each pass shows, with each layer's non-expert weights
+    gathered over the 8 ranks and its routed experts (1/48 of those a GPU holds) over their
+    2 copies, the gradients reduce-scattered the same way, and the embeddings, output layer and
+    final norm gathered and reduce-scattered once (2 bytes a value)."""
+    fast = NodeNetwork(intra=AlphaBeta(1e-9, 1e15), inter=AlphaBeta(1e-9, 1e15), gpus_per_node=8)
+    routed = 48 * 128 * 3 * 2048 * 768 / 4
+    rest = 2 * 151936 * 2048 + 2048  # untied embedding and output layer, final norm
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8, zero_stage=3), fast,
+        calibration=CAL, **MCORE_PLAIN)
+    # ZeRO-3 shards the 2-byte weights over their copies: the non-expert ones 8 ways, the
+    # routed experts over their 2 copies
+    dense = 8 * (result.stages[0].weights_bytes / 2 - routed / 2)
+    assert dense + 4 * routed == pytest.approx(30.5e9, abs=0.05e9)  # the model card's total
+    layer = (dense - rest) / 48
+    bw = 1e15 * EFF
+
+    def one_way(n, values):
+        return ring_half(n, 2 * values, 1e-9, bw)
+
+    gather = one_way(8, layer) + one_way(2, routed / 48)
+    scatter = one_way(8, layer) + one_way(2, routed / 48)
+    rest_s = 2 * one_way(8, rest)
+    assert result.step["dp_comm"] == pytest.approx(2 * gather + scatter + rest_s, rel=1e-9)
