@@ -72,3 +72,34 @@ def test_networkx_measures_what_the_library_measures(n, k, r, t):
     # switch and port counts seen by networkx: every switch within its radix
     degree = {v: sum(graph[v][w]["capacity"] for w in graph[v]) for v in graph}
     assert max(degree[int(s)] for s in np.flatnonzero(built.kind > 0)) <= k
+
+
+@pytest.mark.parametrize(("n", "k", "r", "t"),
+                         [(32, 8, 1.0, 2), (20, 8, 3.0, 2), (128, 8, 1.0, 3), (40, 8, 1.0, 3)])
+def test_networkx_measures_the_random_split_the_ports_and_a_cut_fabric(n, k, r, t):
+    """The random balanced split check_graph draws (seeded permutation, first half against
+    second), every switch's busiest port count, the switches per tier by node kind; then the
+    same fabric with leaf 0's uplinks cut: networkx finds it disconnected, and both max-flows
+    agree on the cut fabric's worst-case split."""
+    import dataclasses
+    built = fabric.build_graph(fabric.size_fabric(n, k, 100, oversubscription=r, tiers=t))
+    ours = fabric.check_graph(built, seed=5)
+    graph = _graph(built)
+    endpoints = np.flatnonzero(built.kind == 0)
+    perm = np.random.default_rng(5).permutation(n)
+    half = n // 2
+    flow = _bisection(graph, endpoints[perm[:half]], endpoints[perm[half: 2 * half]])
+    assert flow == pytest.approx(ours.bisection_links_random)
+    degree = {v: sum(graph[v][w]["capacity"] for w in graph[v]) for v in graph}
+    assert ours.max_ports_used == max(degree[int(s)] for s in np.flatnonzero(built.kind > 0))
+    assert ours.switches_per_tier == {name: int(np.sum(built.kind == i + 1))
+                                      for i, name in enumerate(("leaf", "spine", "core"))}
+    leaf0 = n  # the first switch: leaves follow the endpoints
+    keep = ~((built.edges[:, 0] == leaf0) & (built.edge_type > 0))
+    cut = dataclasses.replace(built, edges=built.edges[keep], edge_type=built.edge_type[keep])
+    cut_check = fabric.check_graph(cut, seed=5)
+    cut_graph = _graph(cut)
+    assert not nx.is_connected(cut_graph) and cut_check.connected is False
+    flow = _bisection(cut_graph, endpoints[:half], endpoints[half: 2 * half])
+    assert flow == pytest.approx(cut_check.bisection_links_worst)
+    assert flow < ours.bisection_links_worst  # leaf 0's endpoints no longer reach the other side

@@ -737,3 +737,435 @@ def test_defaults_one_link_per_gpu_and_nodes_of_eight():
     assert reliability.mtbf_h(n, ["llama3-405b", "alibaba-hpn"]) == pytest.approx(one_link,
                                                                                 rel=1e-9)
     assert reliability.mtbf_h(n, gpus_per_node=4) == pytest.approx(1296 / 465, rel=1e-9)
+
+
+# ================================================================ Monte Carlo, by a plain loop
+def _kept_by_loop(starts, offsets, segments, tau, length, t):
+    """Kept compute from 0 to ``t`` of one run, summed segment by segment: interval ``i``
+    keeps work during the first ``tau`` of each of its ``segments[i]`` segments, which begin
+    ``offsets[i]`` after its start, one every ``length``."""
+    total = 0.0
+    for s, o, n in zip(starts, offsets, segments, strict=True):
+        for k in range(int(n)):
+            a = s + o + k * length
+            total += min(max(t - a, 0.0), tau)
+    return total
+
+
+def _intervals(fail, horizon, restart, length):
+    """The intervals a run's failure times make: starts, restart offsets, whole segments."""
+    starts = [0.0, *fail]
+    ends = [*fail, horizon]
+    offsets = [0.0] + [restart] * len(fail)
+    segments = [max(e - s - o, 0.0) // length for s, e, o in zip(starts, ends, offsets,
+                                                                  strict=True)]
+    return starts, offsets, segments
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_cumulative_kept_compute_equals_a_plain_loop(seed):
+    """K(t), the kept compute up to ``t`` that the elastic Monte Carlo integrates, against a
+    segment-by-segment loop: rows with different numbers of failures (padded with inf), times
+    before 0 and after the horizon, inside compute, inside checkpoints and inside restarts."""
+    from scaleout.reliability.montecarlo import _cumulative_kept
+    rng = np.random.default_rng(seed)
+    horizon, tau, delta, restart = 50_000.0, 900.0, 100.0, 1_500.0
+    length = tau + delta
+    rows = [np.sort(rng.uniform(0, horizon, size=k)) for k in (0, 3, 9, 1)]
+    cols = 1 + max(len(r) for r in rows)
+    starts = np.full((len(rows), cols), np.inf)
+    offsets = np.zeros_like(starts)
+    segments = np.zeros_like(starts)
+    for i, fail in enumerate(rows):
+        s, o, n = _intervals(list(fail), horizon, restart, length)
+        starts[i, :len(s)], offsets[i, :len(s)], segments[i, :len(s)] = s, o, n
+    cum = _cumulative_kept(starts, offsets, segments, tau, length, horizon)
+    t = np.concatenate([[-5.0, 0.0, 450.0, 950.0, horizon, horizon + 7_000.0],
+                        rng.uniform(0, horizon, size=40)])
+    got = cum(np.broadcast_to(t, (len(rows), t.size)))
+    for i, fail in enumerate(rows):
+        s, o, n = _intervals(list(fail), horizon, restart, length)
+        want = [_kept_by_loop(s, o, n, tau, length, min(max(x, 0.0), horizon)) for x in t]
+        assert got[i] == pytest.approx(want, rel=1e-12, abs=1e-9)
+    # by hand: 450 s into the first segment, 450 s kept; at 950 s the segment's 900 s
+    assert got[1, 2] == 450.0 and got[1, 3] == 900.0 and got[1, 0] == 0.0
+
+
+def test_kept_compute_after_a_restart_by_hand():
+    """``_kept_compute(v, n, tau, L)``: 2 whole segments of tau = 900 s in L = 1,000 s, then
+    part of the third up to tau; never more than the n segments the interval has."""
+    from scaleout.reliability.montecarlo import _kept_compute
+    v = np.array([-10.0, 0.0, 500.0, 950.0, 2_300.0, 2_950.0, 9_999.0])
+    got = _kept_compute(v, np.full(v.size, 3.0), 900.0, 1_000.0)
+    assert list(got) == [0.0, 0.0, 500.0, 900.0, 2_100.0, 2_700.0, 2_700.0]
+    assert list(_kept_compute(v, np.full(v.size, 2.0), 900.0, 1_000.0)) == [
+        0.0, 0.0, 500.0, 900.0, 1_800.0, 1_800.0, 1_800.0]
+
+
+@pytest.mark.parametrize(("seed", "repair_h", "dp"), [(0, 6.0, 4), (5, 30.0, 16)])
+def test_elastic_simulation_equals_a_plain_loop_over_its_failures(seed, repair_h, dp):
+    """simulate(dp=..., repair_s=...) per run against a loop over the same failure times
+    (drawn as simulate draws them: the run's failures in [0, H), then those of the repair
+    window before 0, mirrored): each failure at ``w`` takes one of ``dp`` replicas away for
+    the repair, so the work kept in ``[w, w + repair]`` (clipped to ``[0, H]``) counts
+    ``1/dp`` less. The failure count, the kept work, the goodput, the analytic and finite-
+    horizon expectations and the edge term ``(M + T_repair)/(H dp)`` of the tolerance."""
+    from scaleout.reliability.montecarlo import _failure_times
+    horizon, tau, delta, m, restart = 4 * DAY, HOUR, 5 * MIN, 5 * HOUR, 20 * MIN
+    repair, reps = repair_h * HOUR, 6
+    sim = reliability.simulate(horizon, tau, delta, m, restart, reps=reps, seed=seed, dp=dp,
+                               repair_s=repair)
+    rng = np.random.default_rng(seed)
+    fail = _failure_times(rng, reps, 0.0, horizon, m)
+    pre = -_failure_times(rng, reps, 0.0, repair, m)
+    length = tau + delta
+    for i in range(reps):
+        run = [x for x in fail[i] if np.isfinite(x)]
+        s, o, n = _intervals(run, horizon, restart, length)
+        kept = sum(n) * tau
+        windows = [x for x in pre[i] if np.isfinite(x)] + run
+        assert len(windows) >= 1
+        lost = sum(_kept_by_loop(s, o, n, tau, length, min(w + repair, horizon))
+                   - _kept_by_loop(s, o, n, tau, length, max(w, 0.0)) for w in windows)
+        assert sim.failures[i] == len(run)
+        assert sim.kept_s[i] == pytest.approx(kept - lost / dp, rel=1e-12)
+        assert sim.goodput[i] == pytest.approx((kept - lost / dp) / horizon, rel=1e-12)
+    cap = reliability.elastic_capacity(tau, delta, m, restart, repair_s=repair, dp=dp)
+    assert sim.analytic == pytest.approx(reliability.goodput(tau, delta, m, restart) * cap,
+                                         rel=1e-14)
+    assert sim.expected == pytest.approx(
+        reliability.expected_goodput_finite(horizon, tau, delta, m, restart) * cap, rel=1e-14)
+    assert sim.edge == pytest.approx((m + repair) / (horizon * dp), rel=1e-14)
+    assert sim.tolerance == pytest.approx(4 * sim.stderr + sim.edge, rel=1e-14)
+
+
+def test_simulation_without_failures_keeps_whole_segments():
+    """An MTBF of 300,000 years: no failure in 10.5 h, so every run keeps the 10 whole
+    segments' 59 min of work (floor(10.5 h / 1 h) x 59 min), exactly; elastic or not."""
+    horizon = 10.5 * HOUR
+    plain = reliability.simulate(horizon, HOUR - 60, 60.0, 1e13, 300.0, reps=3)
+    assert list(plain.kept_s) == [10 * (HOUR - 60)] * 3 and list(plain.failures) == [0] * 3
+    assert plain.edge == 0.0 and plain.stderr < 1e-15
+    shrink = reliability.simulate(horizon, HOUR - 60, 60.0, 1e13, 300.0, reps=3, dp=8,
+                                  repair_s=HOUR)
+    assert list(shrink.kept_s) == [10 * (HOUR - 60)] * 3
+
+
+def test_checkpoint_plan_layouts_fields_and_floors_by_hand():
+    """A 1e9-parameter model, 14 GB per checkpoint (10 GB weights-only is 2 GB: 2 bytes each,
+    exactly). On 64 GPUs at 100 GB/s of storage without a writer limit the write takes
+    14 GB / 100 GB/s = 0.14 s (nothing else bounds it) and blocks for that; rank 0 writes
+    alone, a replica with the default tp = pp = 1 is one GPU; an asynchronous plan blocks for
+    its snapshot, 14 GB / 64 over 2 GB/s of host copy."""
+    assert reliability.checkpoint_bytes(1e9, optimizer=False) == 2e9
+    plan = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100)
+    assert plan.write_s == pytest.approx(0.14, rel=1e-12) == plan.blocking_s == plan.restore_s
+    assert plan.snapshot_s == 0.0 and plan.layout == "sharded" and plan.asynchronous is False
+    rank0 = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, layout="rank0")
+    assert rank0.writers == 1 and rank0.per_writer_bytes == 14e9 and rank0.layout == "rank0"
+    replica = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, layout="replica")
+    assert replica.writers == 1 and replica.per_writer_bytes == pytest.approx(14e9, rel=1e-15)
+    slow = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, layout="replica",
+                                       tp=2, pp=4, writer_gbytes_s=1.0)
+    assert slow.writers == 8 and slow.write_s == pytest.approx(14e9 / 8 / 1e9, rel=1e-12)
+    snap = reliability.checkpoint_plan(1e9, 64, storage_gbytes_s=100, asynchronous=True,
+                                       snapshot_gbytes_s=2)
+    assert snap.asynchronous is True
+    assert snap.blocking_s == snap.snapshot_s == pytest.approx(14e9 / 64 / 2e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(writer_gbytes_s=0), "writer_gbytes_s must be"),
+    (dict(read_gbytes_s=-1), "read_gbytes_s must be"),
+    (dict(asynchronous=True, snapshot_gbytes_s=0), "snapshot_gbytes_s must be"),
+    (dict(tp=4, pp=32), "tp x pp = 128 must divide n_gpus = 64"),
+    (dict(storage_gbytes_s=None), "storage_gbytes_s must be a finite number > 0, got None"),
+    (dict(asynchronous=True), "snapshot_gbytes_s: an asynchronous checkpoint needs"),
+])
+def test_checkpoint_plan_names_a_bad_bandwidth_or_layout(kw, message):
+    """Bad or missing bandwidths are named; the storage bandwidth is required, the others
+    may be None (not limiting), except the snapshot's for an asynchronous checkpoint."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        reliability.checkpoint_plan(1e9, 64, **({"storage_gbytes_s": 100} | kw))
+
+
+def _poisson_quantile(a, risk):
+    """Smallest S with P(Poisson(a) > S) <= risk, summing the probabilities in logarithms
+    one term at a time (exp(-a) alone underflows past a ~ 745)."""
+    cdf, k = 0.0, 0
+    while True:
+        cdf += math.exp(k * math.log(a) - a - math.lgamma(k + 1))
+        if 1 - cdf <= risk:
+            return k
+        k += 1
+
+
+@pytest.mark.parametrize(("rate_per_h", "repair_h", "risk"), [
+    (0.1, 3.0, 1e-9), (0.3, 48.0, 1e-3), (2.0, 100.0, 1e-6), (40.0, 50.0, 1e-9),
+])
+def test_spares_needed_far_into_the_tail(rate_per_h, repair_h, risk):
+    """From 0.3 to 2,000 nodes under repair on average, down to a risk of 1e-9: the quantile
+    lies about 6 standard deviations out, which the sum must reach. A risk of 1 (every
+    failure may find no spare) is refused."""
+    a = rate_per_h * repair_h
+    assert reliability.spares_needed(rate_per_h, repair_h * HOUR, risk) == \
+        _poisson_quantile(a, risk)
+    with pytest.raises(ValueError, match=re.escape("risk must be a probability below 1, got 1.0")):
+        reliability.spares_needed(rate_per_h, repair_h * HOUR, 1.0)
+
+
+def test_exact_optimum_uses_dalys_expansion_only_below_one_part_in_a_billion():
+    """Where delta/M < 1e-9 the exact optimum is Daly's expansion (the Lambert W form cancels
+    there); at 1e-6 it is the Lambert W form, which differs from Daly's in the 13th digit but
+    satisfies the optimality condition (tau/M - 1) e^(tau/M - 1) = -e^(-delta/M - 1). Arrays
+    mixing both are handled element by element."""
+    m = 1e7
+    delta = np.array([1e-4, 1e-3, 10.0, 1e3])  # delta/M = 1e-11, 1e-10, 1e-6, 1e-4
+    best = reliability.exact_optimal_interval_s(delta, m)
+    daly = reliability.daly_interval_s(delta, m)
+    assert best[0] == daly[0] and best[1] == daly[1]
+    for d, tau in zip(delta[2:], best[2:], strict=True):
+        x = tau / m - 1
+        assert x * math.exp(x) == pytest.approx(-math.exp(-d / m - 1), rel=1e-14)
+    assert best[2] != daly[2]
+    assert reliability.exact_optimal_interval_s(1e-3, m) == daly[1]
+
+
+def test_simulation_size_checks_count_failures_and_segments_by_hand():
+    """The refusal before a simulation too big to hold: a horizon of 100 MTBFs draws room for
+    100 + 6 sqrt(100) + 16 = 176 failures per run, 4 arrays of them: 30,000 runs are 21.1
+    million elements, over the 20 million allowed. A horizon of 10^8 s in segments of 2 s
+    is 5 x 10^7 segments. A timeline is one run: 10^7 MTBFs are refused as 1 run of about
+    10^7 failures."""
+    m = 1_000.0
+    with pytest.raises(ValueError, match=re.escape(
+            "reps=30,000 runs of 176 failures each (horizon_s / mtbf_s) would need about "
+            "2.11e+07 elements")):
+        reliability.simulate(100 * m, 5_000.0, 0.0, m, reps=30_000)
+    with pytest.raises(ValueError, match=re.escape(  # a timeline is one run
+            "reps=1 runs of 1e+07 failures each (horizon_s / mtbf_s) would need about "
+            "4.01e+07 elements")):
+        reliability.simulate_timeline(1e7 * m, 5_000.0, 0.0, m)
+    with pytest.raises(ValueError, match=re.escape(
+            "a run of 5e+07 segments (horizon_s / (interval_s + delta_s)) would need about")):
+        reliability.simulate_timeline(1e8, 1.0, 1.0, 1e12)
+
+
+def test_an_interval_may_equal_but_not_undercut_the_write_time():
+    """interval_s = delta_s is allowed (the next checkpoint starts as the last ends); the first
+    interval shorter than the write time is named, with the write time it undercuts."""
+    m = 3 * HOUR
+    assert reliability.goodput(60.0, 60.0, m) > 0
+    assert reliability.goodput(90.0, 30.0, m, write_s=90.0) > 0
+    with pytest.raises(ValueError, match=re.escape(
+            "interval_s = 30 s is shorter than the checkpoint write time delta_s (60 s)")):
+        reliability.goodput(np.array([100.0, 30.0, 20.0]), 60.0, m)
+    with pytest.raises(ValueError, match=re.escape(
+            "interval_s = 80 s is shorter than the checkpoint write time delta_s or write_s "
+            "(150 s)")):
+        reliability.goodput(np.array([200.0, 80.0]), 10.0, m, write_s=np.array([100.0, 150.0]))
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_timeline_draws_the_failures_simulate_draws(seed):
+    """simulate_timeline's failures are the first row of simulate's draw for the same seed:
+    Poisson times from 0 (not shifted), finite ones only."""
+    from scaleout.reliability.montecarlo import _failure_times
+    horizon, m = 2 * DAY, 2 * HOUR
+    tl = reliability.simulate_timeline(horizon, HOUR, 60.0, m, 300.0, seed=seed)
+    want = _failure_times(np.random.default_rng(seed), 1, 0.0, horizon, m)[0]
+    assert np.array_equal(tl.failures_s, want[np.isfinite(want)])
+    assert tl.horizon_s == horizon and len(tl.failures_s) >= 10
+
+
+@pytest.mark.parametrize("x", [0.5, 29.0, 30.5, 45.0])
+def test_log10_run_time_on_both_sides_of_the_stable_form(x):
+    """log10 of (W/tau) M (e^x - 1), x = (tau + delta)/M, by math.expm1 (finite here), on both
+    sides of x = 30 where the function switches to x + log(1 - e^-x); no restart by default."""
+    m = 1_000.0
+    tau = x * m
+    want = math.log10(1.0 * m * math.expm1(x))
+    assert reliability.log10_expected_run_time_s(tau, tau, 0.0, m) == pytest.approx(want,
+                                                                                rel=1e-13)
+
+
+def test_studies_are_the_file_order():
+    assert [s.name for s in reliability.studies()] == reliability.study_names() == [
+        "llama3-405b", "meta-rsc1", "meta-rsc2", "opt-175b", "alibaba-hpn"]
+
+
+_SMALL_FAILURES = '''
+[[study]]
+name = "tiny"
+title = "a made-up study"
+source = "none"
+gpus = 64
+days = 10
+events_total = 3
+
+[[failure]]
+name = "GPU fell off the bus"
+study = "tiny"
+part = "GPU"
+counted_per = "gpu"
+value = 3
+meaning = "events"
+source = "none"
+
+[[figure]]
+name = "a figure"
+value = 1.0
+unit = "s"
+source = "none"
+'''
+
+
+def test_a_study_counted_per_gpu_needs_no_node_size(tmp_path):
+    """A study without gpus_per_node loads when every row is counted per GPU (only rows
+    counted per node need it): 3 events on 64 GPUs in 10 days."""
+    path = tmp_path / "small.toml"
+    path.write_text(_SMALL_FAILURES, encoding="utf-8")
+    data = reliability.load_failures(path)
+    assert list(data.studies) == ["tiny"] and data.studies["tiny"].gpus_per_node is None
+    assert data.failures["GPU fell off the bus"].value == 3
+
+
+def test_failure_file_missing_or_with_an_unrelated_table(tmp_path):
+    """A missing file is named as the failure data file; a table like no known one gets no
+    guess, just the three expected."""
+    with pytest.raises(ValueError, match=re.escape("nowhere.toml: failure data file not found")):
+        reliability.load_failures(tmp_path / "nowhere.toml")
+    path = tmp_path / "odd.toml"
+    path.write_text(_SMALL_FAILURES + "\n[[zzz]]\nq = 1\n", encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        reliability.load_failures(path)
+    assert str(err.value) == ("odd.toml: unknown table 'zzz'; expected [[study]], [[failure]], "
+                              "[[figure]]")
+
+
+def test_elastic_capacity_with_sub_second_segments():
+    """Segments shorter than a second (0.5 s of work, 0.1 s of checkpoint) and a 1-minute
+    MTBF: the repair of 20 s spans about 32 segments after the 1 s restart, all of which the
+    sum must reach (the segment-by-segment model as above)."""
+    got = reliability.elastic_capacity(0.5, 0.1, 60.0, 1.0, repair_s=20.0, dp=8)
+    assert got == pytest.approx(_elastic_by_segments(0.5, 0.1, 60.0, 1.0, 20.0, 8), rel=1e-12)
+    assert got < 0.97
+
+
+def test_simulation_with_sub_second_segments_equals_a_plain_loop():
+    """Segments of 0.4 s of work and 0.1 s of checkpoint, a 3 s restart and a failure every
+    20 s on average: many restarts are cut short by the next failure (no segment then), and
+    every run's kept work is the whole segments of its intervals, counted by a loop."""
+    from scaleout.reliability.montecarlo import _failure_times
+    horizon, tau, delta, m, restart, reps = 600.0, 0.4, 0.1, 20.0, 3.0, 8
+    sim = reliability.simulate(horizon, tau, delta, m, restart, reps=reps, seed=2)
+    fail = _failure_times(np.random.default_rng(2), reps, 0.0, horizon, m)
+    for i in range(reps):
+        run = [x for x in fail[i] if np.isfinite(x)]
+        _, _, n = _intervals(run, horizon, restart, tau + delta)
+        assert sim.kept_s[i] == pytest.approx(sum(n) * tau, rel=1e-12)
+        assert sim.failures[i] == len(run)
+    assert sim.horizon_s == horizon
+
+
+@pytest.mark.parametrize(("repair", "mtbf"), [(0.0, 50.0), (1.0, 2.0)])
+def test_elastic_simulation_with_short_or_no_repairs(repair, mtbf):
+    """A repair of 0 s loses nothing (capacity 1, the same runs as without elastic shrink);
+    a repair of 1 s with a 2 s MTBF has failures in the second before the run that reach
+    into it, counted by the plain loop over the same draws."""
+    from scaleout.reliability.montecarlo import _failure_times
+    horizon, tau, delta, restart, reps, dp = 60.0, 0.4, 0.1, 0.2, 6, 4
+    sim = reliability.simulate(horizon, tau, delta, mtbf, restart, reps=reps, seed=1, dp=dp,
+                               repair_s=repair)
+    if repair == 0:
+        plain = reliability.simulate(horizon, tau, delta, mtbf, restart, reps=reps, seed=1)
+        assert np.array_equal(sim.kept_s, plain.kept_s) and sim.analytic == plain.analytic
+        return
+    rng = np.random.default_rng(1)
+    fail = _failure_times(rng, reps, 0.0, horizon, mtbf)
+    pre = -_failure_times(rng, reps, 0.0, repair, mtbf)
+    assert np.isfinite(pre).any()
+    length = tau + delta
+    for i in range(reps):
+        run = [x for x in fail[i] if np.isfinite(x)]
+        s, o, n = _intervals(run, horizon, restart, length)
+        windows = [x for x in pre[i] if np.isfinite(x)] + run
+        lost = sum(_kept_by_loop(s, o, n, tau, length, min(w + repair, horizon))
+                   - _kept_by_loop(s, o, n, tau, length, max(w, 0.0)) for w in windows)
+        assert sim.kept_s[i] == pytest.approx(sum(n) * tau - lost / dp, rel=1e-12)
+
+
+def test_a_study_with_a_total_but_no_rows_is_refused(tmp_path):
+    """A study whose report counts 1 event but that has no rows in the file: its rows add up
+    to 0, not 1."""
+    extra = ('\n[[study]]\nname = "empty"\ntitle = "a made-up study"\nsource = "none"\n'
+             'events_total = 1\n')
+    path = tmp_path / "small.toml"
+    path.write_text(_SMALL_FAILURES + extra, encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(
+            "[[study]] 'empty': its rows add up to 0 events, field 'events_total' says 1")):
+        reliability.load_failures(path)
+
+
+def test_failures_per_day_passes_the_study_and_the_counts_on():
+    """Per day is 24 x per hour for the study and inventory asked: Llama 3's rates with
+    4-GPU nodes (465 failures in 1,296 h, by hand in the test of the defaults above), and
+    two studies together; a step without jitter takes its base time at every size."""
+    assert reliability.failures_per_day(16384, gpus_per_node=4) == pytest.approx(
+        24 * 465 / 1296, rel=1e-9)
+    both = ["llama3-405b", "alibaba-hpn"]
+    assert reliability.failures_per_day(16384, both) == pytest.approx(
+        24 / reliability.mtbf_h(16384, both), rel=1e-12)
+    assert reliability.failures_per_day(16384, both) > reliability.failures_per_day(16384)
+    steps = reliability.straggler_step_time_s(np.array([1, 8, 1024]), 2.0, 0.0)
+    assert steps.shape == (3,) and list(steps) == [2.0, 2.0, 2.0]
+
+
+def test_a_row_part_like_no_known_one_gets_no_guess(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(_SMALL_FAILURES.replace('part = "GPU"', 'part = "qqqq"'), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        reliability.load_failures(path)
+    assert str(err.value).endswith("field 'part' must be one of " + ", ".join(
+        map(repr, reliability.PARTS)) + "; got 'qqqq'"), str(err.value)
+
+
+def test_daly_by_hand_and_its_cap_at_two_mtbfs():
+    """Daly 2006, eq. 20: sqrt(2 delta M) [1 + sqrt(x)/3 + x/9] - delta with x = delta/(2M),
+    for delta < 2M; from delta = 2M on the interval is M. delta = 5 min, M = 15 min:
+    x = 1/6, sqrt(540,000 s^2) x 1.154598... - 300 s."""
+    x = 300 / 1800
+    want = math.sqrt(2 * 300 * 900) * (1 + math.sqrt(x) / 3 + x / 9) - 300
+    assert reliability.daly_interval_s(300.0, 900.0) == pytest.approx(want, rel=1e-14)
+    assert reliability.daly_interval_s(1800.0, 900.0) == 900.0
+    assert reliability.daly_interval_s(2250.0, 900.0) == 900.0
+
+
+def test_default_restart_and_replacement_are_zero():
+    """Without a restart time goodput and run time are those of restart_s = 0; without a
+    replacement wait a restart is detect + restore + init (30 + 600 + 120 s)."""
+    args = (HOUR, 60.0, 3 * HOUR)
+    assert reliability.goodput(*args) == reliability.goodput(*args, 0.0)
+    assert reliability.expected_run_time_s(DAY, *args) == reliability.expected_run_time_s(
+        DAY, *args, 0.0)
+    assert reliability.restart_time_s("restart", detect_s=30.0, restore_s=600.0,
+                                      init_s=120.0) == 750.0
+
+
+def test_cluster_rate_passes_the_switch_size_on():
+    """With 32 GPUs per leaf switch the cluster has half the switches: Llama 3's 419
+    interruptions in 1,296 h plus the Alibaba HPN rates (per link 0.00057 and per switch
+    0.00051 a month), 16,384 links and 512 switches."""
+    n, month_h = 16384, 365.25 / 12 * 24
+    want = 419 / 1296 + n * 0.00057 / month_h + n / 32 * 0.00051 / month_h
+    both = ["llama3-405b", "alibaba-hpn"]
+    assert reliability.cluster_failure_rate_per_h(n, both, gpus_per_switch=32) == \
+        pytest.approx(want, rel=1e-9)
+    parts = reliability.failure_breakdown_per_h(n, both)
+    assert sum(float(v) for v in parts.values()) == pytest.approx(
+        419 / 1296 + n * 0.00057 / month_h + n / 16 * 0.00051 / month_h, rel=1e-9)
+
+
+def test_a_bad_write_time_is_named():
+    with pytest.raises(ValueError, match=re.escape("write_s must be a finite number >= 0")):
+        reliability.goodput(HOUR, 60.0, 3 * HOUR, write_s=-1.0)
