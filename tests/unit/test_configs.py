@@ -550,6 +550,10 @@ def test_megatron_precision_flags_without_fp8():
     assert "--bf16" not in fp32 and not any(x.startswith("--fp8") for x in fp32)
     assert configs.from_megatron_args("\n".join(fp32), n_gpus=16).recipe == "fp32-adam"
     assert "--fp16" in configs.to_megatron_args(DENSE, m, recipe="megatron-fp16").splitlines()
+    sgd = configs.to_megatron_args(DENSE, m, recipe="fp32-sgd-momentum").splitlines()
+    assert "--optimizer sgd" in sgd and "--bf16" not in sgd
+    with pytest.raises(UnsupportedPlanError, match="no 8-bit Adam"):
+        configs.to_megatron_args(DENSE, m, recipe="mixed-adam-8bit")
     with pytest.raises(ValueError, match=r"--fp8-recipe must be one of .*did you mean .tensorwise"):
         configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --fp8-format hybrid "
                                                "--fp8-recipe tensorwize"))

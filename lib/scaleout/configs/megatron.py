@@ -429,12 +429,18 @@ FP8_RECIPES = {"delayed": "fp8-te", "tensorwise": "fp8-te-cs", "mxfp8": "fp8-te-
 
 def _precision_flags(recipe: str) -> list[tuple[str, object]]:
     """Megatron-LM's precision flags for a recipe of :data:`scaleout.memory.RECIPES`:
-    ``--bf16`` (none for an fp32 recipe, ``--fp16`` for megatron-fp16), and for an FP8
+    ``--bf16`` (none for an fp32 recipe, ``--fp16`` for megatron-fp16; ``--optimizer sgd``
+    for SGD; 8-bit Adam refused), and for an FP8
     recipe ``--fp8-format`` (hybrid: E4M3 forward, E5M2 gradients, Transformer Engine's
     default; e4m3 for the block-scaled recipes, as TE requires) with its ``--fp8-recipe``."""
     from .. import memory
 
     rec = memory.get_recipe(recipe)
+    if rec.name == "mixed-adam-8bit":
+        raise UnsupportedPlanError(f"recipe {rec.name!r}: Megatron-LM has no 8-bit Adam (its "
+                                   "--optimizer: adam, sgd; moments in fp32 or bf16)")
+    if rec.name == "fp32-sgd-momentum":
+        return [("--optimizer", "sgd")]
     if rec.name.startswith("fp32"):
         return []
     flags: list[tuple[str, object]] = [("--fp16" if rec.name == "megatron-fp16" else "--bf16",
