@@ -92,7 +92,10 @@ def _matrix(name: str, w) -> np.ndarray:
     if isinstance(w, str | bytes) or np.asarray(w).dtype.kind not in "iuf":
         raise ValueError(f"{name} must be a 2-D matrix of numbers, got {w!r}")
     arr = np.asarray(w, dtype=float)
-    if not np.all(np.isfinite(arr)):
+    # a broadcast view of one value (every stride 0, as the diagrams pass for shapes alone)
+    # holds that value only: check it once, not h x f times
+    held = arr.flat[:1] if arr.size and not any(arr.strides) else arr
+    if not np.all(np.isfinite(held)):
         raise ValueError(f"{name} must hold finite numbers (no NaN or inf)")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got shape {arr.shape}")

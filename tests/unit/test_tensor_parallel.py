@@ -161,3 +161,14 @@ def test_a_bigger_nvlink_domain_keeps_tp_on_nvlink():
 def test_bad_input(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
+
+
+def test_split_checks_a_broadcast_value_once_and_still_refuses_nan():
+    """The diagrams split an h x 4h view of one zero for its block shapes alone (12288 x 49152
+    at GPT-3's width): the value is checked once, and NaN in such a view or in one cell of a
+    plain matrix is still refused."""
+    blocks = T.split_columns(np.broadcast_to(0.0, (12288, 49152)), 8)
+    assert [b.shape for b in blocks] == [(12288, 6144)] * 8
+    for bad in (np.broadcast_to(np.nan, (4, 8)), np.where(np.eye(4, 8) > 0, np.inf, 1.0)):
+        with pytest.raises(ValueError, match="finite"):
+            T.split_columns(bad, 2)
