@@ -554,6 +554,9 @@ def test_megatron_precision_flags_without_fp8():
     assert "--optimizer sgd" in sgd and "--bf16" not in sgd
     with pytest.raises(UnsupportedPlanError, match="no 8-bit Adam"):
         configs.to_megatron_args(DENSE, m, recipe="mixed-adam-8bit")
+    custom = configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --fp8-format e4m3 "
+                                                    "--fp8-recipe custom"))
+    assert custom.plan is None and "--fp8-recipe" in {f.key for f in custom.blocking}
     with pytest.raises(ValueError, match=r"--fp8-recipe must be one of .*did you mean .tensorwise"):
         configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --fp8-format hybrid "
                                                "--fp8-recipe tensorwize"))

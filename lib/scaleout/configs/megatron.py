@@ -279,9 +279,13 @@ def from_megatron_args(args: str | Path | Sequence[str], *, n_gpus: int | None =
         found.add("--bf16", False, ASSUMED, "neither --bf16 nor --fp16: fp32 training "
                   "(recipe fp32-adam)")
     fp8 = _word(label, flags, "--fp8-format", ("e4m3", "hybrid"))
-    scaling = _word(label, flags, "--fp8-recipe", FP8_RECIPES)
+    scaling = _word(label, flags, "--fp8-recipe", [*FP8_RECIPES, "custom"])
     fp8_params = _switch(label, flags, "--fp8-param-gather")
-    if fp8 is not None and recipe != "fp32-adam":
+    if fp8 is not None and scaling == "custom":
+        found.add("--fp8-recipe", scaling, NOT_MODELLED, "a custom quantization recipe (its "
+                  "own factory, --fp8-quantizer-factory): its bytes and rates are the "
+                  "factory's", blocks=True)
+    elif fp8 is not None and recipe != "fp32-adam":
         scaling = scaling or "delayed"
         recipe = FP8_RECIPES[scaling]
         if fp8_params and scaling == "delayed":

@@ -120,10 +120,6 @@ def _arrays(plan: Plan) -> dict[str, np.ndarray]:
     return {k: np.array([v]) for k, v in a.items()}
 
 
-def _one(ctx: Context, plan: Plan, uneven: bool = False) -> dict[str, np.ndarray]:
-    return iteration(ctx, _arrays(plan), uneven=uneven)
-
-
 def throughput(ctx: Context, n_gpus, step_s, rc) -> dict[str, np.ndarray]:
     """Tokens/s, MFU, HFU and TFLOP/s per GPU (PaLM App. B; Megatron-LM Eq. 3).
 
