@@ -121,3 +121,22 @@ def test_the_fixed_reserve_can_be_set_and_is_checked():
             plan.evaluate(MODEL, GPU, p, reserve_gib=bad)
     r = plan.search(MODEL, GPU, 128, 128, reserve_gib=10, max_micro_batch=1, max_interleave=1)
     assert r.result().memory["reserve"] >= 10 * GIB
+
+
+def test_tp_overlap_reaches_only_an_nvlink_domain():
+    """Megatron-Core's userbuffers overlap a tensor-parallel group inside one NVLink domain
+    only (Transformer Engine issue #1071): TP16 on 8-GPU nodes exposes exactly what it would
+    with the overlap switched off; on a 16-GPU domain the overlap hides part of it."""
+    p = plan.Plan(tp=16, pp=8, dp=24, micro_batch=1, global_batch=3072, sp=True,
+                  recompute="selective", zero_stage=1)
+    for domain, hidden in ((8, False), (16, True)):
+        net = plan.default_network("A100-SXM4-80GB", domain)
+        on = plan.evaluate("megatron-1t", "A100-SXM4-80GB", p, net, framework="megatron-core",
+                           allow_tp_across_nodes=True)
+        off = plan.evaluate("megatron-1t", "A100-SXM4-80GB", p, net, framework="megatron-core",
+                            switches={"tp_overlap": False}, allow_tp_across_nodes=True)
+        assert off.step["tp_comm"] > 0
+        if hidden:
+            assert on.step["tp_comm"] < off.step["tp_comm"]
+        else:
+            assert on.step["tp_comm"] == off.step["tp_comm"]

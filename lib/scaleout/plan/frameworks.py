@@ -44,7 +44,10 @@ zero_stages, max_zero_with_pp
 tp_overlap
     Tensor-parallel communication pipelined with the GEMMs around it (Megatron-Core
     ``tp_comm_overlap`` with userbuffers; torchtitan's async TP): only the part longer than
-    those GEMMs is exposed.
+    those GEMMs is exposed; only for a tensor-parallel group inside one NVLink domain
+    (userbuffers register their buffers through CUDA IPC / multicast handles, which exist
+    within an NVLink domain alone: Transformer Engine issue #1071, PR #1470 for multi-node
+    NVLink; a group spanning domains runs its collectives unoverlapped).
 p2p_overlap
     Pipeline sends overlapped with compute (Megatron-Core ``overlap_p2p_comm``, Llama 3's
     asynchronous point-to-point): one micro-batch's sends stay on the critical path.
@@ -322,7 +325,7 @@ _MEGATRON_CORE = Framework(
         "param_gather_overlap": "overlap_param_gather",
         "zero_stages": "use_distributed_optimizer (ZeRO-1); Megatron FSDP (ZeRO-3)",
         "tp_overlap": "tp_comm_overlap: userbuffers pipeline TP all-gather/reduce-scatter with "
-                      "the GEMMs (Transformer Engine)",
+                      "the GEMMs (Transformer Engine), within one NVLink domain (TE #1071)",
         "p2p_overlap": "overlap_p2p_comm (interleaved 1F1B)",
     })
 

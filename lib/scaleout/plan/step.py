@@ -519,8 +519,11 @@ def tensor_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     one = ctx.collectives.seconds("all_reduce", tp_bytes, x.tp, per_node_tp)
     total = (4 + 2 * (x.rc == 2)) * one
     if ctx.framework.tp_overlap:
-        # pipelined with the layer's GEMMs (forward, backward twice): only the excess shows
-        exposed = np.where(x.tp > 1, np.maximum(total - 3 * c["layer_gemm_s"], 0.0), 0.0)
+        # pipelined with the layer's GEMMs (forward, backward twice): only the excess shows;
+        # userbuffers reach only the GPUs of one NVLink domain (Framework.tp_overlap)
+        hidden = np.maximum(total - 3 * c["layer_gemm_s"], 0.0)
+        exposed = np.where(x.tp > 1, np.where(x.tp <= ctx.network.gpus_per_node, hidden, total),
+                           0.0)
     else:
         exposed = total
     return {"layer_tp_comm_s": exposed}
