@@ -508,6 +508,8 @@ def run_report(path: Path | str, params: Mapping[str, Any], out_dir: Path | str,
     import papermill
     from papermill.translators import papermill_translators
 
+    from scaleout.kernels import kernel_manager_class
+
     path = Path(path).resolve()
     checked = check_parameters(path, params)
     out_dir = _prepare_out_dir(out_dir)
@@ -531,7 +533,8 @@ def run_report(path: Path | str, params: Mapping[str, Any], out_dir: Path | str,
             str(path), str(running), parameters=checked, kernel_name="python3",
             cwd=str(path.parent), progress_bar=progress,
             execution_timeout=min(CELL_TIMEOUT_S, timeout_s), timeout_func=remaining,
-            log_output=False, request_save_on_cell_execute=False)
+            log_output=False, request_save_on_cell_execute=False,
+            kernel_manager_class=kernel_manager_class())
     except Exception as exc:
         running.unlink(missing_ok=True)
         summary_file.unlink(missing_ok=True)

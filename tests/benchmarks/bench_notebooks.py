@@ -19,6 +19,7 @@ from pathlib import Path
 
 import papermill
 import pytest
+from scaleout.kernels import kernel_manager_class
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 TARGET_S = 60.0
@@ -39,6 +40,7 @@ def run(notebook: Path, out_dir: Path) -> float:
     papermill.execute_notebook(
         str(notebook), str(out_dir / notebook.name), kernel_name="python3",
         cwd=str(notebook.parent), execution_timeout=CELL_TIMEOUT, progress_bar=False,
+        kernel_manager_class=kernel_manager_class(),
     )
     return time.perf_counter() - start
 

@@ -21,12 +21,20 @@ from typing import Any
 import nbformat
 import papermill
 import pytest
+from scaleout.kernels import kernel_manager_class
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 PARAMETER_SETS_FILE = NOTEBOOKS_DIR / "parameter_sets.toml"
 CELL_TIMEOUT = 300  # seconds for any one cell (the slowest take a few seconds here)
 NBVAL_TIMEOUT = 900  # seconds for a whole nbval run of one notebook
+#: pytest with nbval, whose kernels use the same private Unix sockets as papermill's
+#: (scaleout.kernels: parallel workers racing for TCP ports once killed a kernel at start).
+NBVAL_OVER_SOCKETS = (
+    "import sys, pytest, nbval.kernel; from scaleout.kernels import kernel_manager_class; "
+    "nbval.kernel.KernelManager = kernel_manager_class(asynchronous=False); "
+    "sys.exit(pytest.main(sys.argv[1:]))"
+)
 
 pytestmark = pytest.mark.notebook
 
@@ -192,6 +200,7 @@ def test_papermill_run(path: Path, params: dict[str, Any], tmp_path: Path) -> No
     papermill.execute_notebook(
         str(path), str(tmp_path / path.name), parameters=params, kernel_name="python3",
         cwd=str(path.parent), execution_timeout=CELL_TIMEOUT, progress_bar=False,
+        kernel_manager_class=kernel_manager_class(),
     )
 
 
@@ -208,9 +217,10 @@ def test_defaults_run_then_rerun_identically(path: Path) -> None:
         papermill.execute_notebook(
             str(path), str(out), kernel_name="python3", cwd=str(path.parent),
             execution_timeout=CELL_TIMEOUT, progress_bar=False,
+            kernel_manager_class=kernel_manager_class(),
         )
         cmd = [
-            sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
+            sys.executable, "-c", NBVAL_OVER_SOCKETS, "--nbval", "--nbval-current-env",
             f"--nbval-cell-timeout={CELL_TIMEOUT}", "-p", "no:cacheprovider", "-p", "no:xdist",
             "-o", "addopts=", "-q", "-rs", str(out),
         ]

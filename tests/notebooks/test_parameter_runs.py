@@ -16,6 +16,7 @@ from typing import Any
 import papermill
 import pytest
 from scaleout import parameters, report
+from scaleout.kernels import kernel_manager_class
 
 sys.path.insert(0, str(Path(__file__).parent))
 import param_gen
@@ -29,7 +30,8 @@ def run(key: str, params: dict[str, Any], tmp_path: Path) -> None:
     report.check_parameters(path, params)  # what ./workbook report does first
     papermill.execute_notebook(
         str(path), str(tmp_path / "out.ipynb"), parameters=params, kernel_name="python3",
-        cwd=str(path.parent), progress_bar=False, execution_timeout=300)
+        cwd=str(path.parent), progress_bar=False, execution_timeout=300,
+        kernel_manager_class=kernel_manager_class())
 
 
 @pytest.mark.parametrize(("key", "params"), [
