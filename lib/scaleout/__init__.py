@@ -67,6 +67,8 @@ module         what it models                                         notebook
 ``costs``      two views never added: cloud (GPU-hours × price) and   10, 12, reports
                owned (amortised capital + facility energy)
 ``report``     papermill reports rendered to HTML; YAML sweeps        reports
+``kernels``    the Jupyter kernels reports and tests start, over      reports
+               private Unix sockets (no TCP port races)
 ``parameters`` every notebook's parameter rules, checked before any   all
                cell computes (the report command uses the same)
 ``verdict``    the cluster plan's verdict and memory headroom         reports
@@ -133,6 +135,7 @@ __all__ = [  # the modules, as MODULES lists them (a test keeps the two equal)
     "fonts",
     "formatting",
     "glossary",
+    "kernels",
     "lab",
     "layout",
     "memory",

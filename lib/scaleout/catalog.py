@@ -200,6 +200,8 @@ class ModelSpec(Entry):
     learned_positions: bool = field_of("", "learned position embedding of s x h", default=True)
     biases: bool = field_of("", "linear layers and norms carry biases (GPT-2/3 style)",
                             default=True)
+    dropout: bool = field_of("", "trained with dropout (GPT-2/3, Megatron): its 1-byte masks are "
+                             "stored for the backward pass", default=True)
     family: str = field_of("", "model family", default="")
     year: int | None = field_of("year", "year the model was published", default=None)
     params_published: float | None = field_of(

@@ -548,7 +548,7 @@ def weights_bytes(params: float, bytes_per_param: float = 2) -> float:
 # =========================================================================== activations
 def activation_per_layer_arrays(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.0,
                                 ffn_ratio=4.0, gated=False, gemm_input_bytes=2.0,
-                                qkv_ratio=None, routed_copies=0.0):
+                                qkv_ratio=None, routed_copies=0.0, dropout=True):
     """Activation bytes per transformer layer, per GPU (array-friendly kernel of
     :func:`activation_bytes_per_layer`; arguments unchecked, ``recompute`` as
     :func:`recompute_code`).
@@ -578,6 +578,11 @@ def activation_per_layer_arrays(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.
     ``5as^2b`` term goes), 2 full (only the layer input, ``2sbh``, is kept;
     split by ``t`` under sequence parallelism). Flash attention never stores
     the ``as^2b`` score matrices either.
+
+    ``dropout=False``: a model trained without dropout (Llama, DeepSeek, MPT: their
+    configurations set every dropout probability to 0) stores no masks: the two 1-byte
+    ``sbh`` masks after attention and the MLP go (``32sbh``), and of the scores only the
+    softmax output is kept (``2as^2b`` instead of ``5as^2b``).
     """
     s, b, h, a, t = (np.asarray(x, dtype=float) for x in (s, b, h, a, t))
     sbh = s * b * h
@@ -590,8 +595,11 @@ def activation_per_layer_arrays(s, b, h, a, t, sp, recompute, flash, kv_ratio=1.
     in_tp = qkv + 2 * g + (mlp_inner - last_product) + (last_product + routed) * g
     # 2 (attn in) + 1 (attn dropout mask) + 2 (mlp in) + 1 (mask) + 4 (norms); the two
     # layer-norm outputs are GEMM inputs
-    outside = 6.0 + 4.0 * g
-    scores = 5 * a * s * s * b  # softmax out 2, dropout mask 1, dropout out 2 (per a s^2 b)
+    drop = np.asarray(dropout, dtype=bool)
+    outside = np.where(drop, 6.0, 4.0) + 4.0 * g
+    # softmax out 2, dropout mask 1, dropout out 2 (per a s^2 b); without dropout the softmax's
+    # output alone
+    scores = np.where(drop, 5.0, 2.0) * a * s * s * b
     keep_scores = (np.asarray(recompute) == 0) & ~np.asarray(flash, dtype=bool)
     split_outside = np.where(sp, t, 1.0)
     stored = sbh * (outside / split_outside + in_tp / t) + np.where(keep_scores, scores / t, 0.0)
@@ -609,7 +617,7 @@ def activation_shape(m: ModelSpec) -> dict[str, float]:
     if m.is_mla or m.head_dim * m.n_heads != h:
         qkv = (m.n_heads * m.qk_head_dim + m.kv_heads * (m.qk_head_dim + m.head_dim)) / h
     return {"kv_ratio": m.kv_heads / m.n_heads, "ffn_ratio": m.token_ffn / h,
-            "gated": m.gated_mlp, "qkv_ratio": qkv, "routed_copies": k}
+            "gated": m.gated_mlp, "qkv_ratio": qkv, "routed_copies": k, "dropout": m.dropout}
 
 
 #: Tensor kinds a framework may recompute in the backward pass on top of a plan's

@@ -48,7 +48,7 @@ def test_llama31_8b_counts_the_released_weights_and_matches_the_catalog_shape():
     assert _rounds_to(m.params_total / 1e9, 8.03, 0.01)
     ref = catalog.model("llama3-8b")
     for field in ("n_layers", "hidden", "n_heads", "kv_heads", "ffn", "vocab", "gated_mlp",
-                  "tied_embeddings", "learned_positions", "biases"):
+                  "tied_embeddings", "learned_positions", "biases", "dropout"):
         assert getattr(m.spec, field) == getattr(ref, field), field
     assert m.plannable and m.spec.seq_len == 8192  # rope_scaling's original context
 
@@ -126,6 +126,28 @@ def test_gpt2_xl_counts_the_released_checkpoint():
                for f in m.findings)
 
 
+def test_dropout_is_read_from_the_config_and_its_class_defaults():
+    """Dropout's masks are stored activations; a config's dropout probabilities say whether
+    there are any. Llama 3.1's config.json has attention_dropout 0.0; GPT2Config's defaults are
+    0.1 for resid_pdrop, embd_pdrop and attn_pdrop (transformers' GPT2Config)."""
+    assert _hf("Llama-3.1-8B").spec.dropout is False
+    ref = catalog.model("gpt2-1.5b")
+    cfg = {"architectures": ["GPT2LMHeadModel"], "n_layer": ref.n_layers, "n_embd": ref.hidden,
+           "n_head": ref.n_heads, "vocab_size": ref.vocab, "n_positions": ref.seq_len}
+    absent = configs.from_hf_config(cfg)
+    assert absent.spec.dropout is True
+    assumed = {f.key for f in absent.findings if f.status == configs.ASSUMED}
+    assert {"resid_pdrop", "embd_pdrop", "attn_pdrop"} <= assumed
+    off = configs.from_hf_config(cfg | {"resid_pdrop": 0.0, "embd_pdrop": 0, "attn_pdrop": 0.0})
+    assert off.spec.dropout is False
+    one = configs.from_hf_config(cfg | {"resid_pdrop": 0.0, "embd_pdrop": 0, "attn_pdrop": 0.1})
+    assert one.spec.dropout is True
+    raw = json.loads((CONFIGS / "Llama-3.1-8B.config.json").read_text())
+    assert configs.from_hf_config(raw | {"attention_dropout": 0.1}).spec.dropout is True
+    with pytest.raises(ValueError, match=r"'attention_dropout' must be a probability.*1\.5"):
+        configs.from_hf_config(raw | {"attention_dropout": 1.5})
+
+
 def test_every_key_is_accounted_for():
     raw = json.loads((CONFIGS / "Llama-3.1-8B.config.json").read_text())
     raw["my_new_knob"] = 3
@@ -187,6 +209,16 @@ def test_megatron_command_line_reads_world_model_and_plan():
     assert {"--lr", "--train-iters", "launcher"} <= ignored
     result = plan.evaluate(run.model, "H100-SXM5-80GB", p)
     assert result.step_s > 0
+    # Megatron-LM drops out 10% unless told otherwise (TransformerConfig: hidden_dropout and
+    # attention_dropout 0.1); a Llama recipe sets both to 0
+    assert run.model.dropout is True
+    off = configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --attention-dropout 0.0 "
+                                                 "--hidden-dropout 0"))
+    assert off.model.dropout is False
+    with pytest.raises(ValueError, match="--hidden-dropout takes one probability.*1.5"):
+        configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --hidden-dropout 1.5"))
+    args = configs.to_megatron_args(p, catalog.model("llama3-8b"))
+    assert "--attention-dropout 0.0" in args and "--hidden-dropout 0.0" in args
 
 
 def test_megatron_context_and_expert_parallelism_and_fp8_become_the_plans():

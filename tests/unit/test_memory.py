@@ -55,12 +55,18 @@ def test_sequence_length_recipe_and_flash_attention_are_passed_through():
 def test_gated_mlp_and_grouped_query_attention_by_hand():
     """Llama 3 8B (h = 4096, 32 heads, 8 KV heads, SwiGLU with f = 14336): Q, K, V keep
     2sbh(1 + 2·8/32), the gated MLP 8sbf (two up-projections, the activation, the product),
-    plus Korthikanti's 10sbh outside and 2sbh of attention-over-V input: 43 sbh + 5as²b."""
+    plus Korthikanti's 10sbh outside and 2sbh of attention-over-V input: 43 sbh + 5as²b
+    with dropout; Llama 3 trains without it, so the two 1-byte sbh masks and, of the scores,
+    the mask and the dropped-out copy go: 41 sbh + 2as²b."""
     m = catalog.model("llama3-8b")
     assert (m.hidden, m.n_heads, m.kv_heads, m.ffn, m.gated_mlp) == (4096, 32, 8, 14336, True)
+    assert m.dropout is False
     s, h = 2048, 4096
     hand = s * h * (10 + 2 * (1 + 2 * 8 / 32) + 2 + 8 * 14336 / h) + 5 * 32 * s * s
     assert 10 + 3 + 2 + 28 == 43
+    with_dropout = m.replace(dropout=True)
+    assert memory.activation_bytes_per_layer(with_dropout, 1, s) == pytest.approx(hand, rel=1e-12)
+    hand = s * h * (8 + 2 * (1 + 2 * 8 / 32) + 2 + 8 * 14336 / h) + 2 * 32 * s * s
     assert memory.activation_bytes_per_layer(m, 1, s) == pytest.approx(hand, rel=1e-12)
 
 

@@ -105,6 +105,35 @@ def test_korthikanti_table2_is_linear_in_the_micro_batch():
         assert math.isclose(got, want, rel_tol=1e-12), row
 
 
+# Table 2 without dropout: Korthikanti et al. count two 1-byte sbh masks (after attention and
+# after the MLP) and, of the scores' 5as^2b, a 1-byte mask and the 2-byte dropout output; a model
+# trained without dropout (Llama, MPT, DeepSeek) keeps none of them.
+NO_DROPOUT = {
+    "none": lambda s, b, h, a, t: s * b * h * (32 + 2 * a * s / h),
+    "tp": lambda s, b, h, a, t: s * b * h * (8 + 24 / t + 2 * a * s / (h * t)),
+    "tp_sp": lambda s, b, h, a, t: s * b * h * (32 / t + 2 * a * s / (h * t)),
+    "tp_selective": lambda s, b, h, a, t: s * b * h * (8 + 24 / t),
+    "tp_sp_selective": lambda s, b, h, a, t: s * b * h * 32 / t,
+    "full": lambda s, b, h, a, t: 2 * s * b * h,
+}
+
+
+@pytest.mark.parametrize("row", list(NO_DROPOUT))
+def test_without_dropout_the_masks_are_not_stored(row):
+    m = catalog.model("korthikanti-175b").replace(dropout=False)
+    kwargs = {"tp": 8, **CALLS[row]}
+    got = memory.activation_bytes_per_layer(m, 2, 2048, **kwargs)
+    want = NO_DROPOUT[row](2048, 2, m.hidden, m.n_heads, kwargs["tp"])
+    assert math.isclose(got, want, rel_tol=1e-12)
+
+
+def test_the_catalog_says_which_models_train_with_dropout():
+    assert catalog.model("gpt3-175b").dropout and catalog.model("megatron-1t").dropout
+    for name in ("llama3-405b", "deepseek-v3", "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-120b"):
+        assert not catalog.model(name).dropout, name
+        assert "dropout" in catalog.model(name).sources, name
+
+
 def test_activation_modes_are_table_2s_rows():
     """The six rows notebook 02 tabulates, each equal to the paper's closed form (t = 8)."""
     m = catalog.model("korthikanti-175b")
@@ -148,9 +177,11 @@ def test_first_stage_holds_pp_microbatches_so_all_layers():
 
 
 def test_gqa_and_gated_mlp_generalisation():
-    """With kv_heads = a and f = 4h the generalised count is the paper's; GQA shrinks it."""
+    """With kv_heads = a, f = 4h and dropout (GPT-3's) the generalised count is the paper's;
+    GQA shrinks it."""
     m = catalog.model("llama3-8b")
-    mha = m.replace(n_kv_heads=m.n_heads, ffn_hidden=4 * m.hidden, gated_mlp=False)
+    mha = m.replace(n_kv_heads=m.n_heads, ffn_hidden=4 * m.hidden, gated_mlp=False,
+                    dropout=True)
     s, h, a = 2048, m.hidden, m.n_heads
     assert math.isclose(memory.activation_bytes_per_layer(mha, 1, s),
                         KORTHIKANTI_TABLE2["none"](s, 1, h, a, 1))

@@ -164,7 +164,8 @@ def test_flat_rings_move_each_gpus_share_over_its_own_port():
 
 def test_the_reserve_and_the_tight_flag():
     """The reserve holds the CUDA context, NCCL's buffers, the allocator's slack and the fp32
-    logits of the loss (8 b s V / tp bytes on the last stage), by hand here."""
+    logits of the loss (8 b s V / tp bytes on the last stage under Megatron-Core), by hand
+    here."""
     p = plan.Plan(tp=8, pp=1, dp=1, global_batch=1, seq_len=8192, flash_attention=True)
     r = plan.evaluate("llama3-8b", "H100-SXM5-80GB", p)
     m = catalog.model("llama3-8b")
@@ -174,6 +175,27 @@ def test_the_reserve_and_the_tight_flag():
     assert r.memory["reserve"] == pytest.approx(expected)
     assert r.headroom_gib == pytest.approx((r.capacity_bytes - r.memory_bytes) / GIB)
     assert r.tight == (r.memory_bytes > 0.9 * r.capacity_bytes)
+
+
+def test_the_logits_the_loss_keeps_depend_on_the_framework():
+    """Megatron's vocab-parallel cross entropy keeps fp32 logits and their fp32 gradient (8 bytes
+    a logit); flash-attn's fused cross entropy, which llm-foundry's FSDP runs use, keeps the bf16
+    logits and writes a bf16 gradient (4). Llama 3 8B, one 8,192-token sequence per GPU:
+    4 x 8192 x 128,256 bytes = 4.20 GB less on the GPU with the output layer."""
+    from dataclasses import replace
+
+    from scaleout.plan.frameworks import FRAMEWORKS
+
+    p = plan.Plan(dp=8, global_batch=8, zero_stage=3, seq_len=8192, flash_attention=True)
+    fsdp = FRAMEWORKS["pytorch-fsdp"]
+    assert fsdp.logits_bytes == 4 and FRAMEWORKS["megatron-core"].logits_bytes == 8
+    fused = plan.evaluate("llama3-8b", "H100-SXM5-80GB", p, framework=fsdp)
+    fp32 = plan.evaluate("llama3-8b", "H100-SXM5-80GB", p,
+                         framework=replace(fsdp, logits_bytes=8.0))
+    assert fp32.memory["reserve"] - fused.memory["reserve"] == pytest.approx(4 * 8192 * 128_256)
+    assert fp32.step == fused.step  # memory only
+    with pytest.raises(ValueError, match=r"logits_bytes.*0\.5"):
+        replace(fsdp, logits_bytes=0.5)
     big = plan.evaluate("llama3-70b", "H100-SXM5-80GB",
                         plan.Plan(tp=8, pp=4, dp=1, global_batch=8, flash_attention=True,
                                   seq_len=8192))

@@ -28,6 +28,9 @@ config key               ModelSpec field      note
 ``n_inner``              ``ffn_hidden``       null means 4h
 ``tie_word_embeddings``  ``tied_embeddings``  absent: true (GPT-2 ties them)
 (fixed)                  ``biases``           true: LayerNorm and linear layers with biases
+``resid_pdrop``,         ``dropout``          any above 0: masks stored; absent: 0.1 each
+``embd_pdrop``,                               (GPT2Config's defaults, assumed)
+``attn_pdrop``
 (fixed)                  ``gated_mlp``        false: GeLU MLP of two matrices
 =======================  ===================  =============================================
 
@@ -50,6 +53,7 @@ config key                   ModelSpec field      note
                                                   (blocks planning)
 ``hidden_act``               ``gated_mlp``        true: gate, up and down projections
 (fixed)                      ``biases``           false: RMSNorm, no biases
+``attention_dropout``        ``dropout``          above 0: masks stored; absent: 0 (assumed)
 (fixed)                      ``learned_positions``  false: rotary positions
 ===========================  ===================  ===========================================
 
@@ -129,13 +133,12 @@ _MODEL_TYPES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM",
                 "qwen3_moe": "Qwen3MoeForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM"}
 
 #: Keys read but without effect on memory or time (token ids, initialisation, norms'
-#: epsilon, RoPE's base frequency, dropout, inference caches, dtypes of released weights).
+#: epsilon, RoPE's base frequency, inference caches, dtypes of released weights).
 _IGNORED_KEYS = frozenset({
     "_name_or_path", "architectures", "model_type", "bos_token_id", "eos_token_id",
     "pad_token_id", "torch_dtype", "dtype", "transformers_version", "use_cache",
     "initializer_range", "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "rope_theta",
-    "rope_scaling", "rope_parameters", "attention_dropout", "hidden_dropout", "resid_pdrop",
-    "embd_pdrop", "attn_pdrop", "summary_activation", "summary_first_dropout",
+    "rope_scaling", "rope_parameters", "summary_activation", "summary_first_dropout",
     "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params",
     "pretraining_tp", "max_window_layers", "use_mrope", "output_router_logits",
     "router_aux_loss_coef", "router_jitter_noise", "gradient_checkpointing", "n_ctx",
@@ -229,6 +232,17 @@ class _Reader:
                              f"got {value!r}")
         return value
 
+    def probability(self, key: str, default: float) -> float:
+        """A probability in [0, 1) (a dropout rate); ``default`` where the key is absent."""
+        self.read.add(key)
+        value = self.raw.get(key, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+            raise ValueError(f"{self.label}: field {key!r} must be a probability in [0, 1), "
+                             f"got {value!r}")
+        return float(value)
+
     def bool(self, key: str, default: bool) -> bool:
         self.read.add(key)
         value = self.raw.get(key, default)
@@ -237,6 +251,26 @@ class _Reader:
         if not isinstance(value, bool):
             raise ValueError(f"{self.label}: field {key!r} must be true or false, got {value!r}")
         return value
+
+
+#: Each architecture's dropout keys and the class defaults that apply when a key is absent
+#: (transformers' GPT2Config: 0.1 each; LlamaConfig and the others: attention_dropout 0.0).
+_DROPOUT_KEYS = {"GPT2LMHeadModel": {"resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1}}
+_NO_DROPOUT = {"attention_dropout": 0.0}
+
+
+def _dropout(r: _Reader, arch: str, found: _Collector) -> bool:
+    """Whether the model trains with dropout (any dropout probability above 0): its masks are
+    stored for the backward pass (:func:`scaleout.memory.activation_per_layer_arrays`)."""
+    on = False
+    for key, default in _DROPOUT_KEYS.get(arch, _NO_DROPOUT).items():
+        if key not in r.raw:
+            found.add(key, default, ASSUMED, f"absent: the class default {default}")
+        on = on or r.probability(key, default) > 0
+    for key in ("hidden_dropout", "attention_dropout"):  # read where a config has them too
+        if key in r.raw:
+            on = on or r.probability(key, 0.0) > 0
+    return on
 
 
 def _architecture(raw: dict[str, Any], label: str) -> str:
@@ -351,7 +385,8 @@ def _gpt2(r: _Reader, name, seq_len, found):
     spec = _spec(r.label, name=name, n_layers=r.int("n_layer"), hidden=h, n_heads=r.int("n_head"),
                  vocab=r.int("vocab_size"), seq_len=seq_len or positions, ffn_hidden=ffn,
                  gated_mlp=False, tied_embeddings=tied, learned_positions=True, biases=True,
-                 family="GPT-2", source=f"Hugging Face config.json ({r.label})")
+                 dropout=_dropout(r, "GPT2LMHeadModel", found), family="GPT-2",
+                 source=f"Hugging Face config.json ({r.label})")
     if seq_len is not None and seq_len != positions:
         found.add("n_positions", positions, NOT_MODELLED, f"the position table has {positions} "
                   f"rows; the spec's seq_len={seq_len} sizes it in the count instead",
@@ -434,7 +469,7 @@ def _llama_like(r: _Reader, arch: str, name, seq_len, found):
     # ---- MLP / experts
     common = dict(name=name, n_layers=layers, hidden=h, n_heads=a, n_kv_heads=kv, vocab=vocab,
                   seq_len=s, gated_mlp=True, tied_embeddings=tied, learned_positions=False,
-                  biases=False, attention_head_dim=head_field,
+                  biases=False, dropout=_dropout(r, arch, found), attention_head_dim=head_field,
                   family=SUPPORTED_ARCHITECTURES[arch],
                   source=f"Hugging Face config.json ({label})")
     if arch not in ("MixtralForCausalLM", "Qwen3MoeForCausalLM"):
@@ -515,7 +550,8 @@ def _deepseek_v3(r: _Reader, name, seq_len, found):
                          "the first_k_dense_replace dense ones is MoE) is described; allowed: 1")
     spec = _spec(label, name=name, n_layers=layers, hidden=h, n_heads=a, vocab=vocab,
                  seq_len=s, ffn_hidden=dense_ffn, gated_mlp=True, tied_embeddings=tied,
-                 learned_positions=False, biases=False, kv_lora_rank=kv_lora,
+                 learned_positions=False, biases=False, dropout=_dropout(r, "", found),
+                 kv_lora_rank=kv_lora,
                  q_lora_rank=q_lora, qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                  v_head_dim=v, experts=experts, top_k=k, shared_experts=shared,
                  expert_ffn_hidden=f_e, first_dense_layers=first_dense, router_bias=True,

@@ -36,10 +36,11 @@ Megatron-LM flag                              Plan / model field
 ``--num-attention-heads``, ``--ffn-hidden-``  ``n_layers``, ``hidden``, ``n_heads``,
 ``size``, ``--group-query-attention``         ``ffn_hidden``, ``n_kv_heads``, ``gated_mlp``,
 ``--num-query-groups``, ``--swiglu``,         ``tied_embeddings``, ``learned_positions``,
-``--untie-embeddings-and-output-weights``,    ``seq_len``, ``biases``, ``vocab``
-``--position-embedding-type``,
-``--max-position-embeddings``,
+``--untie-embeddings-and-output-weights``,    ``seq_len``, ``biases``, ``vocab``,
+``--position-embedding-type``,                ``dropout`` (either dropout flag above 0;
+``--max-position-embeddings``,                absent: Megatron-LM's 0.1)
 ``--disable-bias-linear``, ``--normalization``,
+``--attention-dropout``, ``--hidden-dropout``,
 ``--vocab-size``
 ``--fp8-format`` + ``--fp8-recipe``            recipe ``fp8-te`` (delayed, the default),
 ``--fp8-param-gather``                        ``fp8-te-cs`` (tensorwise), ``fp8-te-mx`` (mxfp8),
@@ -144,6 +145,22 @@ def _int(label: str, flags: dict, name: str, default=None, minimum: int = 1):
         raise ValueError(f"{label}: {name} takes one whole number >= {minimum}, got "
                          f"{' '.join(vals) or 'nothing'}")
     return int(vals[0])
+
+
+def _probability(label: str, flags: dict, name: str, default: float) -> float:
+    """A flag holding one probability in [0, 1) (a dropout rate); ``default`` when absent."""
+    used(_F, name)
+    if name not in flags:
+        return default
+    vals = flags[name]
+    try:
+        value = float(vals[0]) if len(vals) == 1 else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < 1:
+        raise ValueError(f"{label}: {name} takes one probability in [0, 1), got "
+                         f"{' '.join(vals) or 'nothing'}")
+    return value
 
 
 def _switch(label: str, flags: dict, name: str) -> bool:
@@ -366,7 +383,7 @@ def _model(label: str, flags: dict, seq: int | None, found: _Collector
              "--untie-embeddings-and-output-weights", "--position-embedding-type",
              "--max-position-embeddings", "--disable-bias-linear", "--normalization",
              "--vocab-size", "--num-experts", "--moe-router-topk", "--multi-latent-attention",
-             "--kv-channels")
+             "--kv-channels", "--attention-dropout", "--hidden-dropout")
     for n in names:
         used(_F, n)
     experts = _int(label, flags, "--num-experts", None)
@@ -417,6 +434,9 @@ def _model(label: str, flags: dict, seq: int | None, found: _Collector
                          tied_embeddings=not _switch(label, flags,
                                                      "--untie-embeddings-and-output-weights"),
                          learned_positions=learned, biases=not no_bias,
+                         # Megatron-LM's defaults: 0.1 each (megatron/training/arguments.py)
+                         dropout=max(_probability(label, flags, "--attention-dropout", 0.1),
+                                     _probability(label, flags, "--hidden-dropout", 0.1)) > 0,
                          source=f"Megatron-LM arguments ({label})")
     except ValueError as exc:
         raise ValueError(f"{label}: {str(exc).split(': ', 1)[-1]}") from None
@@ -505,6 +525,9 @@ def to_megatron_args(plan: Plan, model: ModelSpec | None = None, *,
         if not model.biases:
             add("--disable-bias-linear")
             add("--normalization", "RMSNorm")
+        if not model.dropout:  # Megatron-LM drops out 10% by default
+            add("--attention-dropout", 0.0)
+            add("--hidden-dropout", 0.0)
         add("--vocab-size", model.vocab)
     if model is not None and model.is_moe:
         add("--num-experts", model.experts)

@@ -85,6 +85,12 @@ sac_every_other_matmul
     matmul output is saved except every second one of each transformer block, which the
     backward pass recomputes (torchtitan's ``selective_ac_option = "op"``): in a Llama block
     ``wk``, ``wo`` and ``w3`` (:func:`scaleout.plan.step.every_other_matmul_params`).
+logits_bytes
+    Bytes per logit the loss keeps on the GPU that runs the output layer, ``b s V / tp``
+    logits: Megatron's vocab-parallel cross entropy casts them to fp32 and keeps the fp32
+    softmax, in which its backward pass writes the gradient, beside the 16-bit logits the
+    output layer produced (``2 × 4``, the default); flash-attn's fused cross entropy keeps
+    the 16-bit logits and writes a 16-bit gradient (``2 + 2``).
 recompute_kinds
     Tensor kinds (:data:`scaleout.memory.RECOMPUTE_KINDS`) the framework recomputes in the
     backward pass on top of a plan's ``recompute`` mode (below full recomputation), instead of
@@ -145,6 +151,7 @@ class Framework:
     comm_sm_share: float = 0.0
     sac_every_other_matmul: bool = False
     recompute_kinds: tuple[str, ...] = ()
+    logits_bytes: float = 8.0
     sources: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -153,6 +160,7 @@ class Framework:
         check_choice("cp_variant", self.cp_variant, ("", "ring"))
         check_choice("pipeline_schedule", self.pipeline_schedule, PIPELINE_SCHEDULES)
         check_range("comm_sm_share", self.comm_sm_share, 0.0, 0.9)
+        check_range("logits_bytes", self.logits_bytes, 1.0, 16.0)
         for kind in self.recompute_kinds:
             check_choice("recompute_kinds", kind, RECOMPUTE_KINDS)
 
@@ -254,8 +262,13 @@ _DEEPSPEED_2021 = Framework(
 _FSDP = Framework(
     "pytorch-fsdp", "PyTorch FSDP (FSDP1, 2022-23)",
     grad_bucket_bytes=25 * MIB, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
-    zero_stages=(0, 2, 3), max_zero_with_pp=0, hybrid_shard=True,
+    zero_stages=(0, 2, 3), max_zero_with_pp=0, hybrid_shard=True, logits_bytes=4.0,
     sources={
+        "logits_bytes": "llm-foundry's MPT training (Composer on FSDP1), llmfoundry/models/mpt/"
+                        "modeling_mpt.py @ 5e85bd62: loss_fn 'fused_crossentropy' by default, "
+                        "flash-attn's CrossEntropyLoss (flash_attn/losses/cross_entropy.py: saves "
+                        "the bf16 logits and an fp32 log-sum-exp per row; the backward writes "
+                        "dlogits = torch.empty_like(logits), bf16)",
         "hybrid_shard": "ShardingStrategy.HYBRID_SHARD / _HYBRID_SHARD_ZERO2 (PyTorch 2.0+): "
                         "shard within a node's group, replicate across (Zhao et al. 2023 "
                         "Sec. 3.2.2)",

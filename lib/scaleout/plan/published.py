@@ -293,7 +293,7 @@ def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
     out = []
     for run in raw["run"]:
         m = _gpt(run["model"], run["layers"], run["hidden"], run["heads"], raw["vocab"],
-                 run["seq_len"], biases=False)
+                 run["seq_len"], biases=False, dropout=raw["dropout"])
         zero = 3 if run["sharding"] == "FULL_SHARD" else 2
         plan = Plan(dp=run["gpus"], micro_batch=run["micro_batch"],
                     global_batch=run["global_batch"], zero_stage=zero,

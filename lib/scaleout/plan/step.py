@@ -38,7 +38,8 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
 * **Memory** (:mod:`scaleout.memory`): ZeRO model state and Korthikanti et al. Table 2
   activations for the micro-batches each stage holds, for the first and the last stage (the
   larger counts); plus :data:`RESERVE`: what a real run keeps besides (CUDA context, NCCL
-  buffers, the allocator's slack, the fp32 logits of the loss, ZeRO-3's gathered layers).
+  buffers, the allocator's slack, the loss's logits as the framework keeps them, ZeRO-3's
+  gathered layers).
 * **Pipeline**: the bubble, ``(pp − 1)/v`` of an average stage's micro-batch time (Narayanan
   et al. 2021 Sec. 2.2); sends of ``2bsh/tp`` bytes, two per micro-batch per chunk
   (scatter/gather, Sec. 4.1), all exposed or one micro-batch's (:attr:`Framework.p2p_overlap`).
@@ -176,9 +177,9 @@ TIGHT_SHARE = 0.9
 #: ``nccl_gib``, NCCL's buffers (NCCL_BUFFSIZE 4 MiB per channel and peer, for the few
 #: communicators a 3D layout opens); ``allocator_share``, the PyTorch caching allocator's slack,
 #: reserved but not allocated (the reserved-over-allocated ratio torchtitan's and Megatron's
-#: memory logs show); ``logits_bytes``, the loss's fp32 logits and their gradient on the last
-#: stage (Megatron's vocab-parallel cross entropy, ``2 × 4 × b s V / tp``).
-RESERVE = {"context_gib": 0.75, "nccl_gib": 1.0, "allocator_share": 0.05, "logits_bytes": 8}
+#: memory logs show). The loss's logits on the last stage come on top, at the framework's
+#: :attr:`~scaleout.plan.frameworks.Framework.logits_bytes` per logit.
+RESERVE = {"context_gib": 0.75, "nccl_gib": 1.0, "allocator_share": 0.05}
 
 
 @dataclass(frozen=True)
@@ -762,10 +763,10 @@ def _stored_activations(ctx: Context, x: _Shape) -> np.ndarray:
 
 def _extras(ctx: Context, x: _Shape) -> tuple[np.ndarray, np.ndarray]:
     """Bytes beyond model state and stored activations: the loss's fp32 logits on the GPU that
-    runs the output layer (:data:`RESERVE`'s ``logits_bytes``), and the layers ZeRO-3 keeps
-    whole (the unit being computed and the prefetched ones), on every GPU."""
+    runs the output layer (:attr:`Framework.logits_bytes` per logit), and the layers ZeRO-3
+    keeps whole (the unit being computed and the prefetched ones), on every GPU."""
     m, ex = ctx.model, ctx.experts
-    logits = RESERVE["logits_bytes"] * x.tokens * m.vocab / x.tp
+    logits = ctx.framework.logits_bytes * x.tokens * m.vocab / x.tp
     unit = (ctx.parts["layers"] if ex is None else ex.nonexpert["layers"]) / m.n_layers / x.tp
     if ex is not None:
         unit = unit + ex.moe_share * ex.routed_per_layer / x.ep
