@@ -215,7 +215,7 @@ def test_megatron_command_line_reads_world_model_and_plan():
     off = configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --attention-dropout 0.0 "
                                                  "--hidden-dropout 0"))
     assert off.model.dropout is False
-    with pytest.raises(ValueError, match="--hidden-dropout takes one probability.*1.5"):
+    with pytest.raises(ValueError, match=r"--hidden-dropout takes one probability.*1\.5"):
         configs.from_megatron_args(RUN.replace("--bf16", "--bf16 --hidden-dropout 1.5"))
     args = configs.to_megatron_args(p, catalog.model("llama3-8b"))
     assert "--attention-dropout 0.0" in args and "--hidden-dropout 0.0" in args
