@@ -433,12 +433,13 @@ MOE_EP32_IN_NVL72 = Known(
 #: Linear layers (Transformer Engine, the explorer's fp8-te recipe), selective recomputation
 #: and sequence parallelism, by Korthikanti et al. 2022's Sec. 4.1 accounting redone for its
 #: shape (8 key/value heads of 128 heads, SwiGLU of width f = 53,248 = 3.25h):
-#: outside the TP region, attention and MLP inputs 2 + 2, two dropout masks 1 + 1, two norm
-#: outputs at 1 byte (FP8 GEMM inputs) 1 + 1 = 8; inside, Q at 2 and K, V at 2 × 2 × 8/128
-#: = 2.25, attention's output at 1 byte (FP8) = 1, the MLP's two up-projections and the
-#: activation 3 × 2 × 3.25 = 19.5, the down-projection's input at 1 byte 3.25 = 26. All 34
-#: of them are split by t (sequence parallelism outside the region).
-LLAMA405_FP8_SBH = (2 + 2 + 1 + 1 + 1 + 1) + (2 + 2 * 2 * 8 / 128 + 1 + 3 * 2 * 3.25 + 3.25)
+#: outside the TP region, attention and MLP inputs 2 + 2 and two norm outputs at 1 byte (FP8
+#: GEMM inputs) 1 + 1 = 6 (Llama 3 trains without dropout: none of the paper's two 1-byte
+#: masks); inside, Q at 2 and K, V at 2 × 2 × 8/128 = 2.25, attention's output at 1 byte
+#: (FP8) = 1, the MLP's two up-projections and the activation 3 × 2 × 3.25 = 19.5, the
+#: down-projection's input at 1 byte 3.25 = 26. All 32 of them are split by t (sequence
+#: parallelism outside the region).
+LLAMA405_FP8_SBH = (2 + 2 + 1 + 1) + (2 + 2 * 2 * 8 / 128 + 1 + 3 * 2 * 3.25 + 3.25)
 
 
 def context_activations(seq: int, cp: int) -> Known:
