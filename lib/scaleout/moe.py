@@ -89,6 +89,7 @@ __all__ = [
     "layer_flops",
     "layer_seconds",
     "model_state_per_gpu",
+    "permutation_bytes",
     "placement",
     "popularity",
     "rank_imbalance",
@@ -303,6 +304,70 @@ def expert_weight_bytes(local_params, operand_bytes: float, grad_bytes: float
     w = check_positive("operand_bytes", operand_bytes, maximum=8)
     g = check_positive("grad_bytes", grad_bytes, maximum=8)
     return {"forward": _out(n * w), "dgrad": _out(n * w), "wgrad": _out(2 * n * g)}
+
+
+def permutation_bytes(tokens, hidden: int, top_k: int, *, local_experts=1,
+                      sort_by_local_expert: bool = False, imbalance=1.0,
+                      dispatch_bytes: float = 2.0, combine_bytes: float = 2.0,
+                      grad_bytes: float = 2.0) -> dict[str, float | np.ndarray]:
+    """HBM bytes one GPU's token permutations move in one MoE layer and micro-batch.
+
+    A dropless MoE layer copies each of the ``t`` tokens a GPU routes ``k`` times, in the
+    order of the experts, before the dispatch, and sums the ``k`` expert outputs back,
+    weighted by the router's probabilities, after the combine. Megatron-Core does this with
+    fused kernels (``moe_permute_fusion``: ``permute``/``unpermute`` of
+    ``megatron/core/transformer/moe/moe_utils.py`` at core_v0.15.0, commit 0d7e02bd, calling
+    Transformer Engine's ``moe_permute_with_probs``/``moe_unpermute`` on the routing mask,
+    ``transformer_engine/pytorch/permutation.py`` at v2.9, commit 70f53666). Counted from
+    those kernels' inputs and outputs (``h`` values a row, ``R = t k ρ`` copies received by
+    the busiest rank of :func:`expected_rank_imbalance`):
+
+    * forward: **permute** reads each token once and writes its ``k`` copies,
+      ``(t + t k) h`` values; **unpermute** reads the ``k`` copies and writes the weighted
+      sum, ``(t k + t) h``;
+    * with ``sort_by_local_expert`` and more than one local expert, the all-to-all
+      dispatcher's second permutation: the received chunks **sorted by local expert** before
+      the experts and **restored** after them (``sort_chunks_by_idxs`` in
+      ``MoEAlltoAllTokenDispatcher.dispatch_postprocess`` / ``combine_preprocess``,
+      ``megatron/core/transformer/moe/token_dispatcher.py``), a read and a write of ``R``
+      rows each;
+    * backward: each pass again in reverse on the gradients (at ``grad_bytes``), and
+      unpermute's backward also reads the ``k`` forward copies it saved, to form the
+      probabilities' gradient (``unpermute_with_mask_map_bwd_with_merging_probs``).
+
+    Permute and sort move values at ``dispatch_bytes`` (the hidden states as they are
+    dispatched: 16-bit in Megatron-Core, which quantizes inside the experts; FP8 where the
+    recipe dispatches in FP8), unsort and unpermute at ``combine_bytes``. These kernels are
+    memory-bound: their time is the bytes at HBM bandwidth. Array-friendly in ``tokens``,
+    ``local_experts`` and ``imbalance``.
+
+    Returns ``{"permute", "sort", "unsort", "unpermute"}`` (forward bytes of each pass),
+    ``"forward"``, ``"backward"`` and ``"total"`` bytes.
+    """
+    t = check_array("tokens", tokens)
+    h = check_int("hidden", hidden)
+    k = check_int("top_k", top_k)
+    n_local = check_array("local_experts", local_experts, integer=True, minimum=1)
+    check_bool("sort_by_local_expert", sort_by_local_expert)
+    rho = check_array("imbalance", imbalance, minimum=1)
+    bd = check_positive("dispatch_bytes", dispatch_bytes, maximum=8)
+    bc = check_positive("combine_bytes", combine_bytes, maximum=8)
+    g = check_positive("grad_bytes", grad_bytes, maximum=8)
+    copies = t * k * h  # values in the k copies of the t tokens
+    own = t * h
+    received = copies * rho  # the busiest rank's copies after the dispatch
+    sorting = np.where((n_local > 1) & sort_by_local_expert, 1.0, 0.0)
+    permute = (own + copies) * bd
+    unpermute = (copies + own) * bc
+    sort = 2.0 * received * bd * sorting
+    unsort = 2.0 * received * bc * sorting
+    backward = ((own + copies) * g + copies * bc  # unpermute's, and the saved copies it reads
+                + 4.0 * received * g * sorting  # unsort's and sort's
+                + (copies + own) * g)  # permute's
+    forward = permute + sort + unsort + unpermute
+    return {"permute": _out(permute), "sort": _out(sort), "unsort": _out(unsort),
+            "unpermute": _out(unpermute), "forward": _out(forward),
+            "backward": _out(backward), "total": _out(forward + backward)}
 
 
 #: GEMMs issued one by one per local expert, per MoE layer and micro-batch, when a framework
@@ -856,7 +921,8 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
                   zero_stage: int = 1, recompute: str = "selective",
                   schedule: str = "1f1b", a2a_overlap: float = 0.0,
                   compute_share: float = 1.0, mtp_layers: int = 0, imbalance: float = 1.0,
-                  gpus_per_node: int | None = None, inter=None, calibration=None) -> MoEStep:
+                  sort_by_local_expert: bool = True, gpus_per_node: int | None = None,
+                  inter=None, calibration=None) -> MoEStep:
     """A step-time estimate of a mixture-of-experts layout from this library's pieces.
 
     What the planner will search (TP, PP, EP and CP together); until it does, this composes
@@ -871,8 +937,10 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
       computation while communication kernels run: DeepSeek-V3 gives 20 of 132 to
       communication, Sec. 3.2.2), split over ``tp × pp``; ``mtp_layers`` scale it by
       Megatron's count; memory-bound work as the planner counts it (``κ`` × stored
-      activations at HBM bandwidth, and an FP8 recipe's casts,
-      :attr:`scaleout.memory.PrecisionRecipe.quantize_bytes`);
+      activations at HBM bandwidth, an FP8 recipe's casts,
+      :attr:`scaleout.memory.PrecisionRecipe.quantize_bytes`, and each MoE layer's token
+      permutations, :func:`permutation_bytes` (with ``sort_by_local_expert``, Megatron-Core's
+      sort of the received tokens by local expert, the default);
     * **all-to-all**: :func:`layer_comm_time` per MoE layer and micro-batch on the GPU's
       derated links, ``imbalance`` × the balanced bytes; ``a2a_overlap`` of
       ``min(all-to-all, compute)`` hidden behind computation (1: DeepSeek's DualPipe, which
@@ -939,10 +1007,14 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
     act_layer = memory.activation_bytes_per_layer(m, b, max(1, s // cp), tp, True,
                                                   "none", True, r)
     casts = r.quantize_bytes * sum(compute.linear_io_per_token(m).values()) * tokens / tp
-    mem_s = ((cal.nonmatmul_traffic * act_layer + casts) * m.n_layers / pp
-             / (g.hbm_gbytes_s * 1e9) * busiest)
-    # communication per micro-batch on the stage
     moe_here = m.moe_layers / pp * (1 + mtp_layers / m.n_layers) * busiest
+    perm = float(permutation_bytes(tokens / tp, h, m.top_k, local_experts=m.experts // ep,
+                                   sort_by_local_expert=sort_by_local_expert,
+                                   imbalance=imbalance, dispatch_bytes=r.dispatch_bytes,
+                                   combine_bytes=r.combine_bytes)["total"])
+    mem_s = (((cal.nonmatmul_traffic * act_layer + casts) * m.n_layers / pp * busiest
+              + perm * moe_here) / (g.hbm_gbytes_s * 1e9))
+    # communication per micro-batch on the stage
     a2a = (float(layer_comm_time(m, tokens / tp, ep, gpn, intra, inter_ab, r,
                                  imbalance=imbalance)["total_s"]) * moe_here
            if ep > 1 else 0.0)

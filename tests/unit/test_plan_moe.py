@@ -414,20 +414,22 @@ def rows():
 def test_deepseek_v3_against_its_report(rows):
     """DeepSeek-V3's stated layout (PP16 DualPipe, EP64 over 8 nodes, ZeRO-1, FP8) under the
     HAI-LLM preset: the all-to-alls hidden as the report says, 112 of 132 SMs computing. The
-    planner's GPU-hours per 10^12 tokens come out about 16% below the report's whole-run
-    average (the issue's target was 15%; not reached). It was 41% below before five
+    planner's GPU-hours per 10^12 tokens come out about 14% below the report's whole-run
+    average (the target: within 15%). It was 41% below before five
     mechanisms entered the model: the H100-class GPU's measured achievable BF16 and FP8
     matmul rates (to 33%), the FP8 tile casts (to 29%), the MTP module the run trained
     (Sec. 4.2, depth 1) on the last stage with a DualPipe-aware layer split (to 20%), the
     whole-run average read over a goodput of 98.4% from the reliability model (failures at
     Llama 3's rates on 2,048 GPUs, sharded checkpoints, MegaScale's restart; to 18.6%), and
     HAI-LLM's recomputation of the norms, MLA up-projections and MoE SwiGLU (Sec. 3.2.3 and
-    3.3.3; to 16.2%), which also brings the stated layout inside 80 GB. The batch ramp,
+    3.3.3; to 16.2%), which also brings the stated layout inside 80 GB, then the token
+    permutations as memory-bound kernels of their own (moe.permutation_bytes; to 14.6%,
+    inside the target). The batch ramp,
     evaluation and any routing imbalance are left out; no factor closes the gap. The bound
     states it and fails if the prediction drifts either way."""
     r = rows["deepseek-v3 pre-training on 2,048 H800"]
     assert r.published == 180_000
-    assert -18.5 < r.error_pct < -14, r.error_pct
+    assert -16.5 < r.error_pct < -12, r.error_pct
     case = next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
     assert 0.97 < case.goodput < 0.99
     assert case.plan.label.startswith("TP1 PP16 DP128 EP64")
@@ -454,7 +456,11 @@ def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     goodput and its recomputation modelled), not below it. Megatron-Core's host-bound loop
     of per-expert GEMMs (a measured cost per GEMM, not fitted; scaleout.moe.
     expert_loop_exposed_s) took the 21 runs' mean from 54.5% to about 47% and the worst,
-    Qwen3-30B-A3B at micro-batch 1 on B200, from +284% to about +160%. The planner still
+    Qwen3-30B-A3B at micro-batch 1 on B200, from +284% to about +160%. The token
+    permutations as kernels of their own (each token copied k times before the dispatch and
+    summed back after the combine, Megatron-Core's sort by local expert and its inverse,
+    forward and backward; scaleout.moe.permutation_bytes) took the mean to about 42.5% and the
+    worst to about +155%, and DeepSeek-V3's report row from -15.8% to -14.6%. The planner still
     runs faster than measured on most MoE rows (Qwen3-30B-A3B on B200 and H100 above 150%,
     which no modelled mechanism explains). Stated here so that a change that widens the gap
     fails; the dense 16-bit runs keep their own claim (test_validation.py)."""
@@ -462,7 +468,7 @@ def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     new = cv.overall("held out", dense_16bit=False)
     dense = cv.overall("held out", dense_16bit=True)
     assert new["cases"] >= 19 and dense["cases"] + new["cases"] == cv.overall("held out")["cases"]
-    assert new["mean_abs_pct"] < 49 and new["worst_abs_pct"] < 180
+    assert new["mean_abs_pct"] < 44 and new["worst_abs_pct"] < 160
     assert new["mean_abs_pct"] < new["baseline_mean_abs_pct"] - 5
     fp8_dense = [r for r in cv.held_out
                  if "FP8" in r.mechanisms and "mixture of experts" not in r.mechanisms]
@@ -517,3 +523,41 @@ def test_many_tokens_per_expert_leave_the_expert_gemms_compute_bound():
             * ctx.bf16_achievable)
     flops = 2 * 4096 * 8 * (3 * 2048 * 768) * float(one["rank_imbalance"][0])
     assert float(one["layer_expert_gemm_s"][0]) == pytest.approx(flops / rate, rel=1e-9)
+
+
+# -------------------------------------------------------------------- token permutations
+def test_the_token_permutations_are_memory_bound_time_of_every_moe_layer():
+    """Qwen3-30B-A3B on eight H100s, EP 8 (16 local experts), one sequence of 4,096 a GPU:
+    the planner's permutation bytes are moe.permutation_bytes for the 4,096 tokens a GPU
+    routes at the busiest rank's ρ. Megatron-Core's sort by local expert (its all-to-all
+    dispatcher) adds, by hand: the forward sort and restore each read and write the
+    busiest rank's R = 4,096 x 8 x ρ copies of 2,048 BF16 values (4 R h x 2 bytes), the
+    backward the same again; at the H100's 3.35 TB/s, a third of it in each forward-pass
+    unit (every layer is MoE)."""
+    from scaleout.plan.evaluate import _arrays
+
+    p = Plan(dp=8, ep=8, micro_batch=1, global_batch=8, seq_len=4096, flash_attention=True)
+    sort = replace(BARE, moe_sort_by_local_expert=True)
+    rho = float(moe.expected_rank_imbalance(4096, 128, 8, 8))
+    ctx = _ctx(MOE, p, framework=sort)
+    x = step._shape(ctx, _arrays(p))
+    got = float(step.permutation_parts(ctx, x, np.array([rho]))["layer_permutation_bytes"][0])
+    want = moe.permutation_bytes(4096, 2048, 8, local_experts=16, sort_by_local_expert=True,
+                                 imbalance=rho)["total"]
+    assert got == pytest.approx(want, rel=1e-12)
+
+    def forward(fw):
+        c = _ctx(MOE, p, framework=fw)
+        return float(step.compute_parts(c, step._shape(c, _arrays(p)))["layer_forward_s"][0])
+
+    R = 4096 * 8 * rho * 2048
+    assert forward(sort) - forward(BARE) == pytest.approx(
+        (4 * R * 2 + 4 * R * 2) / 3.35e12 / 3, rel=1e-9)
+
+
+def test_dense_layers_have_no_token_permutations():
+    """A dense model's step does not depend on the framework's MoE permutation switch."""
+    p = Plan(tp=1, dp=8, micro_batch=1, global_batch=8, seq_len=4096, flash_attention=True)
+    a = plan.evaluate(DENSE, GPU, p, framework=BARE)
+    b = plan.evaluate(DENSE, GPU, p, framework=replace(BARE, moe_sort_by_local_expert=True))
+    assert a.step_s == b.step_s

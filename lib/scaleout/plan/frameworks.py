@@ -92,6 +92,14 @@ recompute_kinds
     and the MoE SwiGLU (Sec. 3.2.3 and 3.3.3). Their forward work is added to the recomputation
     and their activations leave memory (:func:`scaleout.memory.recomputed_kinds_per_layer`).
 
+moe_sort_by_local_expert
+    Besides the permutation that copies each token ``k`` times before the dispatch and its
+    inverse after the combine (every dropless MoE layer has them), a second permutation on
+    the receiving GPU that sorts the received tokens by local expert before the experts and
+    restores their order after (Megatron-Core's all-to-all dispatcher, ``sort_chunks_by_idxs``,
+    with more than one local expert); both memory-bound (:func:`scaleout.moe.
+    permutation_bytes`).
+
 The overlaps and hybrid sharding are switches a user may turn off (:func:`framework`'s
 ``switches``: what a run that disabled them would do); a switch the framework does not have
 cannot be turned on.
@@ -145,6 +153,7 @@ class Framework:
     comm_sm_share: float = 0.0
     sac_every_other_matmul: bool = False
     recompute_kinds: tuple[str, ...] = ()
+    moe_sort_by_local_expert: bool = False
     sources: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -302,7 +311,13 @@ _MEGATRON_CORE = Framework(
     zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
     tp_overlap=True, p2p_overlap=True, hybrid_shard=True, cp_variant="ring",
     expert_parallel=True, expert_gemm_loop=True, a2a_overlap=False,
+    moe_sort_by_local_expert=True,
     sources={
+        "moe_sort_by_local_expert": "megatron/core/transformer/moe/token_dispatcher.py at "
+                                    "core_v0.15.0 (0d7e02bd): MoEAlltoAllTokenDispatcher."
+                                    "dispatch_postprocess sorts the received chunks by local "
+                                    "expert (sort_chunks_by_idxs) when num_local_experts > 1, "
+                                    "combine_preprocess restores them",
         "cp_variant": "--context-parallel-size: ring attention in Transformer Engine "
                       "(cp_comm_type 'p2p' by default)",
         "expert_parallel": "--expert-model-parallel-size; experts folded over TP x CP x DP "

@@ -55,10 +55,13 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   (:mod:`scaleout.nccl`), its latency included: a flat ring over many GPUs pays it at every
   step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
-* **Mixtures of experts** (:mod:`scaleout.moe`): the token permutation, the SwiGLU on the
-  ``k`` routed copies and the router's softmax are memory-bound work counted by ``κ`` times
-  the stored activations, which hold the ``k`` routed copies and the routed MLPs' widths
-  (nothing is added for them). FLOPs from the *active* parameters
+* **Mixtures of experts** (:mod:`scaleout.moe`): the SwiGLU on the ``k`` routed copies and
+  the router's softmax are memory-bound work counted by ``κ`` times the stored activations,
+  which hold the ``k`` routed copies and the routed MLPs' widths; the token permutations
+  (each token copied ``k`` times before the dispatch and summed back after the combine, and
+  where the framework does it the sort by local expert and its inverse; forward and
+  backward) are kernels of their own, their bytes (:func:`permutation_parts`,
+  :func:`scaleout.moe.permutation_bytes`) at HBM bandwidth. FLOPs from the *active* parameters
   (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
   routed experts' GEMMs at their own shape (:func:`expert_gemm_parts`: ``t ep k / E`` rows per
   local expert, the roofline on reading the local experts' weights in each GEMM pass, the
@@ -149,6 +152,7 @@ __all__ = [
     "iteration",
     "memory_parts",
     "optimizer_parts",
+    "permutation_parts",
     "pipeline_parts",
     "stage_split",
     "tensor_fetch_chain_s",
@@ -432,6 +436,23 @@ def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
             "moe_backward_gemm_s": per_pass["dgrad"] + per_pass["wgrad"]}
 
 
+def permutation_parts(ctx: Context, x: _Shape, rank_imbalance) -> dict[str, np.ndarray]:
+    """HBM bytes of one MoE layer's token permutations on the busiest GPU, one micro-batch,
+    forward and backward (:func:`scaleout.moe.permutation_bytes`): the ``b s/(cp tp)`` tokens
+    a GPU routes copied ``k`` times before the dispatch and summed back after the combine,
+    and, where the framework sorts the received tokens by local expert
+    (:attr:`Framework.moe_sort_by_local_expert`) and a GPU holds more than one expert, that
+    sort and its inverse on the busiest rank's ``ρ t k`` copies; at the recipe's dispatch and
+    combine widths, gradients at 16 bits. Returns ``layer_permutation_bytes``."""
+    m = ctx.model
+    got = moe.permutation_bytes(
+        x.tokens / x.tp, m.hidden, m.top_k, local_experts=m.experts // x.ep,
+        sort_by_local_expert=ctx.framework.moe_sort_by_local_expert,
+        imbalance=rank_imbalance, dispatch_bytes=ctx.recipe.dispatch_bytes,
+        combine_bytes=ctx.recipe.combine_bytes, grad_bytes=ACTIVATION_BYTES)
+    return {"layer_permutation_bytes": np.asarray(got["total"])}
+
+
 def every_other_matmul_params(m: ModelSpec) -> float:
     """Parameters of the matmuls a per-operator selective checkpoint recomputes when it saves
     every matmul output but every second one of a block (torchtitan's ``"op"`` policy,
@@ -476,6 +497,9 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     per_flop = _seconds_per_flop(ctx, rate)
     gemm = dense / x.tp * per_flop if ctx.fp8_share else dense / x.tp / rate
     experts = expert_gemm_parts(ctx, x)  # the routed experts' GEMMs at their own shape
+    if ctx.experts is not None:  # the token permutations of an MoE layer, memory-bound
+        mem_s = mem_s + ctx.experts.moe_share * permutation_parts(
+            ctx, x, experts["rank_imbalance"])["layer_permutation_bytes"] / hbm
     if ctx.experts is not None:
         gemm = gemm + experts["layer_expert_gemm_s"]
     fwd_layer = gemm + attention / x.tp / rate + mem_s / 3
