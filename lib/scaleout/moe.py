@@ -62,6 +62,7 @@ from .checks import (
 from .collectives import _link
 
 __all__ = [
+    "DISPATCHERS",
     "EXPERT_LOOP_GEMMS",
     "SCHEDULES",
     "CapacityOutcome",
@@ -306,64 +307,81 @@ def expert_weight_bytes(local_params, operand_bytes: float, grad_bytes: float
     return {"forward": _out(n * w), "dgrad": _out(n * w), "wgrad": _out(2 * n * g)}
 
 
-def permutation_bytes(tokens, hidden: int, top_k: int, *, local_experts=1,
-                      sort_by_local_expert: bool = False, imbalance=1.0,
+#: How a framework moves an MoE layer's tokens between the router and the experts
+#: (:func:`permutation_bytes`): Megatron-Core's ``"alltoall"`` token dispatcher, its flex
+#: dispatcher on DeepEP (``"deepep"``), or on HybridEP (``"hybridep"``).
+DISPATCHERS = ("alltoall", "deepep", "hybridep")
+
+
+def permutation_bytes(tokens, hidden: int, top_k: int, experts: int, ep, *,
+                      dispatcher: str = "alltoall", imbalance=1.0,
                       dispatch_bytes: float = 2.0, combine_bytes: float = 2.0,
                       grad_bytes: float = 2.0) -> dict[str, float | np.ndarray]:
     """HBM bytes one GPU's token permutations move in one MoE layer and micro-batch.
 
-    A dropless MoE layer copies each of the ``t`` tokens a GPU routes ``k`` times, in the
-    order of the experts, before the dispatch, and sums the ``k`` expert outputs back,
-    weighted by the router's probabilities, after the combine. Megatron-Core does this with
-    fused kernels (``moe_permute_fusion``: ``permute``/``unpermute`` of
-    ``megatron/core/transformer/moe/moe_utils.py`` at core_v0.15.0, commit 0d7e02bd, calling
+    A dropless MoE layer lays each token's ``k`` copies out expert by expert for the grouped
+    expert GEMMs and sums the ``k`` outputs back afterwards; outside the communication
+    kernels that is a memory-bound copy (Megatron-Core's ``moe_permute_fusion`` kernels,
     Transformer Engine's ``moe_permute_with_probs``/``moe_unpermute`` on the routing mask,
     ``transformer_engine/pytorch/permutation.py`` at v2.9, commit 70f53666). Counted from
-    those kernels' inputs and outputs (``h`` values a row, ``R = t k ρ`` copies received by
-    the busiest rank of :func:`expected_rank_imbalance`):
+    the token dispatchers of Megatron-Core at commit 92c8482e (the submodule of Megatron
+    Bridge 5776a6d9, the 25.11 container), ``megatron/core/transformer/moe/
+    token_dispatcher.py``, for the ``t`` tokens a GPU routes, ``h`` values a row,
+    ``R = t k ρ`` copies received by the busiest rank (:func:`expected_rank_imbalance`):
 
-    * forward: **permute** reads each token once and writes its ``k`` copies,
-      ``(t + t k) h`` values; **unpermute** reads the ``k`` copies and writes the weighted
-      sum, ``(t k + t) h``;
-    * with ``sort_by_local_expert`` and more than one local expert, the all-to-all
-      dispatcher's second permutation: the received chunks **sorted by local expert** before
-      the experts and **restored** after them (``sort_chunks_by_idxs`` in
-      ``MoEAlltoAllTokenDispatcher.dispatch_postprocess`` / ``combine_preprocess``,
-      ``megatron/core/transformer/moe/token_dispatcher.py``), a read and a write of ``R``
-      rows each;
-    * backward: each pass again in reverse on the gradients (at ``grad_bytes``), and
-      unpermute's backward also reads the ``k`` forward copies it saved, to form the
-      probabilities' gradient (``unpermute_with_mask_map_bwd_with_merging_probs``).
+    * ``"alltoall"`` (``MoEAlltoAllTokenDispatcher``): **permute** before the all-to-all
+      reads each token once and writes its ``k`` copies, ``(t + t k) h`` values; with more
+      than one local expert (``E/ep > 1``) the received chunks are **sorted** by local expert
+      before the experts and **restored** after (``sort_chunks_by_idxs``), a read and a write
+      of ``R`` rows each; **unpermute** after the combine reads the ``k`` copies and writes
+      their sum, ``(t k + t) h`` (the router's probabilities are applied inside the experts'
+      activation, so it is a plain sum);
+    * ``"deepep"`` (``_DeepepManager``): DeepEP's dispatch sends a token once to each rank
+      holding one of its experts and its combine sums on the sender, inside the
+      communication kernels; the receiver **permutes** the ``t d ρ`` token rows it received
+      into its ``R`` expert copies and **unpermutes** them back, ``(t d ρ + R) h`` each, with
+      ``d`` the expected number of distinct EP ranks among a token's experts
+      (:func:`expected_nodes_per_token` over ``ep`` ranks);
+    * ``"hybridep"`` (``_HybridEPManager``): both permutations fused into the dispatch and
+      combine kernels (their bytes move with the all-to-all's): nothing here.
 
-    Permute and sort move values at ``dispatch_bytes`` (the hidden states as they are
-    dispatched: 16-bit in Megatron-Core, which quantizes inside the experts; FP8 where the
-    recipe dispatches in FP8), unsort and unpermute at ``combine_bytes``. These kernels are
-    memory-bound: their time is the bytes at HBM bandwidth. Array-friendly in ``tokens``,
-    ``local_experts`` and ``imbalance``.
+    The backward pass runs each pass again in reverse on the gradients (``grad_bytes``).
+    Forward passes move the hidden states at ``dispatch_bytes`` before the experts (16-bit
+    in Megatron-Core, which quantizes inside the experts; FP8 where a recipe dispatches in
+    FP8) and ``combine_bytes`` after them. Array-friendly in ``tokens``, ``ep`` and
+    ``imbalance``.
 
-    Returns ``{"permute", "sort", "unsort", "unpermute"}`` (forward bytes of each pass),
-    ``"forward"``, ``"backward"`` and ``"total"`` bytes.
+    Returns the forward bytes of each pass (``"permute"``, ``"sort"``, ``"unsort"``,
+    ``"unpermute"``) and ``"forward"``, ``"backward"``, ``"total"``.
     """
     t = check_array("tokens", tokens)
     h = check_int("hidden", hidden)
-    k = check_int("top_k", top_k)
-    n_local = check_array("local_experts", local_experts, integer=True, minimum=1)
-    check_bool("sort_by_local_expert", sort_by_local_expert)
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    ep = check_array("ep", ep, integer=True, minimum=1)
+    n_local = experts_per_gpu(E, ep)
+    check_choice("dispatcher", dispatcher, DISPATCHERS)
     rho = check_array("imbalance", imbalance, minimum=1)
     bd = check_positive("dispatch_bytes", dispatch_bytes, maximum=8)
     bc = check_positive("combine_bytes", combine_bytes, maximum=8)
     g = check_positive("grad_bytes", grad_bytes, maximum=8)
-    copies = t * k * h  # values in the k copies of the t tokens
-    own = t * h
-    received = copies * rho  # the busiest rank's copies after the dispatch
-    sorting = np.where((n_local > 1) & sort_by_local_expert, 1.0, 0.0)
-    permute = (own + copies) * bd
-    unpermute = (copies + own) * bc
-    sort = 2.0 * received * bd * sorting
-    unsort = 2.0 * received * bc * sorting
-    backward = ((own + copies) * g + copies * bc  # unpermute's, and the saved copies it reads
-                + 4.0 * received * g * sorting  # unsort's and sort's
-                + (copies + own) * g)  # permute's
+    zero = np.zeros(np.broadcast(t, ep, rho).shape)
+    received = t * k * rho * h  # values of the busiest rank's copies after the dispatch
+    if dispatcher == "alltoall":
+        own, copies = t * h, t * k * h
+        sorting = np.where(np.asarray(n_local) > 1, 1.0, 0.0)
+        permute, unpermute = (own + copies) * bd + zero, (copies + own) * bc + zero
+        sort, unsort = 2.0 * received * bd * sorting, 2.0 * received * bc * sorting
+        backward = (2.0 * (own + copies) + 4.0 * received * sorting) * g
+    elif dispatcher == "deepep":
+        flat = np.atleast_1d(ep).astype(np.int64)
+        distinct = np.asarray(expected_nodes_per_token(E, k, flat)).reshape(np.shape(ep))
+        rows = t * distinct * rho * h  # token rows the busiest rank receives
+        permute, unpermute = (rows + received) * bd, (received + rows) * bc
+        sort = unsort = zero
+        backward = 2.0 * (rows + received) * g
+    else:
+        permute = sort = unsort = unpermute = backward = zero
     forward = permute + sort + unsort + unpermute
     return {"permute": _out(permute), "sort": _out(sort), "unsort": _out(unsort),
             "unpermute": _out(unpermute), "forward": _out(forward),
@@ -921,7 +939,7 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
                   zero_stage: int = 1, recompute: str = "selective",
                   schedule: str = "1f1b", a2a_overlap: float = 0.0,
                   compute_share: float = 1.0, mtp_layers: int = 0, imbalance: float = 1.0,
-                  sort_by_local_expert: bool = True, gpus_per_node: int | None = None,
+                  dispatcher: str = "alltoall", gpus_per_node: int | None = None,
                   inter=None, calibration=None) -> MoEStep:
     """A step-time estimate of a mixture-of-experts layout from this library's pieces.
 
@@ -939,8 +957,8 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
       Megatron's count; memory-bound work as the planner counts it (``κ`` × stored
       activations at HBM bandwidth, an FP8 recipe's casts,
       :attr:`scaleout.memory.PrecisionRecipe.quantize_bytes`, and each MoE layer's token
-      permutations, :func:`permutation_bytes` (with ``sort_by_local_expert``, Megatron-Core's
-      sort of the received tokens by local expert, the default);
+      permutations outside the communication kernels, :func:`permutation_bytes` for the
+      token ``dispatcher`` (Megatron-Core's ``"alltoall"`` by default);
     * **all-to-all**: :func:`layer_comm_time` per MoE layer and micro-batch on the GPU's
       derated links, ``imbalance`` × the balanced bytes; ``a2a_overlap`` of
       ``min(all-to-all, compute)`` hidden behind computation (1: DeepSeek's DualPipe, which
@@ -1008,9 +1026,9 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
                                                   "none", True, r)
     casts = r.quantize_bytes * sum(compute.linear_io_per_token(m).values()) * tokens / tp
     moe_here = m.moe_layers / pp * (1 + mtp_layers / m.n_layers) * busiest
-    perm = float(permutation_bytes(tokens / tp, h, m.top_k, local_experts=m.experts // ep,
-                                   sort_by_local_expert=sort_by_local_expert,
-                                   imbalance=imbalance, dispatch_bytes=r.dispatch_bytes,
+    perm = float(permutation_bytes(tokens / tp, h, m.top_k, m.experts, ep,
+                                   dispatcher=dispatcher, imbalance=imbalance,
+                                   dispatch_bytes=r.dispatch_bytes,
                                    combine_bytes=r.combine_bytes)["total"])
     mem_s = (((cal.nonmatmul_traffic * act_layer + casts) * m.n_layers / pp * busiest
               + perm * moe_here) / (g.hbm_gbytes_s * 1e9))

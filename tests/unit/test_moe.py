@@ -275,53 +275,59 @@ def test_expert_weight_bytes_by_hand():
 
 
 # -------------------------------------------------------------------- token permutations
-def test_permutation_bytes_by_hand():
+def test_permutation_bytes_of_the_all_to_all_dispatcher_by_hand():
     """Qwen3-30B-A3B at micro-batch 1 on B200 (Megatron Bridge 25.11: 4,096 tokens a GPU,
-    EP 8, 16 local experts, top-8, h = 2,048), BF16 everywhere, a balanced deal (ρ = 1).
-    One token: 2,048 values; its 8 copies: 16,384 values, 32,768 bytes.
+    EP 8, 128/8 = 16 local experts, top-8, h = 2,048), BF16, a balanced deal (ρ = 1). One
+    token row: 2,048 values, 4,096 bytes; its 8 copies: 32,768 bytes.
 
-    forward: permute reads 1 and writes 8 rows, (1 + 8) x 4,096 bytes = 36,864 bytes a token;
-    the sort and the restore read and write the 8 copies, 2 x 32,768 = 65,536 each;
-    unpermute reads 8 rows and writes 1, 36,864; 204,800 bytes a token.
-    backward: unpermute's reads 1 gradient row, the 8 saved copies and writes 8 gradient
-    rows, (1 + 8 + 8) x 4,096 = 69,632; the two sorts 131,072; permute's 36,864: 237,568.
-    A token: 442,368 bytes; 4,096 tokens: 1,811,939,328 bytes, 0.2265 ms at 8 TB/s."""
-    got = moe.permutation_bytes(4096, 2048, 8, local_experts=16, sort_by_local_expert=True)
+    forward: permute reads 1 row and writes 8, (1 + 8) x 4,096 = 36,864 bytes a token; the
+    sort by local expert and its restore read and write the 8 copies, 2 x 32,768 = 65,536
+    each; unpermute reads 8 rows and writes their sum, 36,864: 204,800 bytes a token.
+    backward: the same passes on the gradients, 2 x 36,864 + 4 x 32,768 = 204,800.
+    4,096 tokens: 409,600 x 4,096 = 1,677,721,600 bytes, 0.2097 ms at 8 TB/s. With one
+    local expert (EP 128) nothing is sorted: 4 x 36,864 = 147,456 bytes a token."""
+    got = moe.permutation_bytes(4096, 2048, 8, 128, 8)
     assert got["permute"] == got["unpermute"] == 36_864 * 4096
     assert got["sort"] == got["unsort"] == 65_536 * 4096
-    assert got["forward"] == 204_800 * 4096
-    assert got["backward"] == 237_568 * 4096
-    assert got["total"] == 1_811_939_328
-    assert got["total"] / 8e12 == pytest.approx(0.2265e-3, rel=1e-3)
-    # one local expert (or a framework that does not sort): no second permutation
-    one = moe.permutation_bytes(4096, 2048, 8, local_experts=1, sort_by_local_expert=True)
-    unsorted = moe.permutation_bytes(4096, 2048, 8, local_experts=16)
-    assert one["total"] == unsorted["total"] == (204_800 - 131_072 + 237_568 - 131_072) * 4096
+    assert got["forward"] == got["backward"] == 204_800 * 4096
+    assert got["total"] == 1_677_721_600
+    assert got["total"] / 8e12 == pytest.approx(0.2097e-3, rel=1e-3)
+    one = moe.permutation_bytes(4096, 2048, 8, 128, 128)
+    assert one["sort"] == 0.0 and one["total"] == 147_456 * 4096
 
 
-def test_permutation_bytes_take_the_recipe_widths_and_the_busiest_rank():
-    """DeepSeek-V3's FP8 dispatch (1 byte a value, DeepSeek-V3 Sec. 3.3.4; scales left out
-    here) halves the dispatch-side passes of the forward pass; the busiest rank (ρ = 1.1)
-    sorts 10% more copies; gradients stay 16-bit. t = 10 tokens, h = 4, k = 2, 4 local
-    experts: one token is 4 values, its copies 8.
-    forward: permute (4 + 8) x 1 = 12; sort 2 x 8 x 1.1 x 1 = 17.6; unsort 2 x 8 x 1.1 x 2
-    = 35.2; unpermute (8 + 4) x 2 = 24: 88.8 bytes a token.
-    backward: unpermute's (4 + 8) x 2 + the saved 8 x 2 = 40; the sorts 4 x 8 x 1.1 x 2 =
-    70.4; permute's (8 + 4) x 2 = 24: 134.4."""
-    got = moe.permutation_bytes(10, 4, 2, local_experts=4, sort_by_local_expert=True,
-                                imbalance=1.1, dispatch_bytes=1.0, combine_bytes=2.0)
-    assert got["forward"] == pytest.approx(888.0, rel=1e-12)
-    assert got["backward"] == pytest.approx(1344.0, rel=1e-12)
-    many = moe.permutation_bytes(np.array([10.0, 20.0]), 4, 2, local_experts=np.array([4, 1]),
-                                 sort_by_local_expert=True, imbalance=1.1, dispatch_bytes=1.0)
-    assert many["total"][0] == pytest.approx(888.0 + 1344.0, rel=1e-12)
+def test_permutation_bytes_by_dispatcher_with_the_recipe_widths_and_the_busiest_rank():
+    """t = 10 tokens of h = 4 values, top-2 of 8 experts over EP 4 (2 local experts), the
+    busiest rank at ρ = 1.1, dispatched in FP8 (1 byte), combined in BF16.
+
+    alltoall: permute (40 + 80) x 1 = 120; sort 2 x 88 x 1 = 176 (R = 10 x 2 x 1.1 x 4 = 88
+    values); unsort 2 x 88 x 2 = 352; unpermute (80 + 40) x 2 = 240: 888 forward; backward
+    2 x 120 x 2 + 4 x 88 x 2 = 1,184.
+    deepep: a token's 2 experts sit on 4 (1 - C(6,2)/C(8,2)) = 4 x 13/28 = 13/7 ranks on
+    average, so the busiest rank receives 10 x 13/7 x 1.1 x 4 = 572/7 values of token rows
+    and lays them out as its 88 values of copies: permute (572/7 + 88) x 1, unpermute the
+    same x 2, backward both x 2 bytes: (572/7 + 88) x 7 = 1,188 bytes in all.
+    hybridep: the permutations are inside the communication kernels: none."""
+    kw = dict(imbalance=1.1, dispatch_bytes=1.0, combine_bytes=2.0)
+    a2a = moe.permutation_bytes(10, 4, 2, 8, 4, **kw)
+    assert a2a["forward"] == pytest.approx(888.0, rel=1e-12)
+    assert a2a["backward"] == pytest.approx(1184.0, rel=1e-12)
+    deepep = moe.permutation_bytes(10, 4, 2, 8, 4, dispatcher="deepep", **kw)
+    assert deepep["permute"] == pytest.approx(572 / 7 + 88, rel=1e-12)
+    assert deepep["sort"] == 0.0
+    assert deepep["total"] == pytest.approx(1188.0, rel=1e-12)
+    assert moe.permutation_bytes(10, 4, 2, 8, 4, dispatcher="hybridep", **kw)["total"] == 0.0
+    many = moe.permutation_bytes(np.array([10.0, 20.0]), 4, 2, 8, np.array([4, 8]), **kw)
+    assert many["total"][0] == pytest.approx(888.0 + 1184.0, rel=1e-12)
     assert many["sort"][1] == 0.0  # one local expert: nothing to sort
 
 
 def test_permutation_bytes_refuse_bad_input():
     with pytest.raises(ValueError, match="imbalance"):
-        moe.permutation_bytes(10, 4, 2, imbalance=0.5)
-    with pytest.raises(ValueError, match="local_experts"):
-        moe.permutation_bytes(10, 4, 2, local_experts=0)
+        moe.permutation_bytes(10, 4, 2, 8, 4, imbalance=0.5)
+    with pytest.raises(ValueError, match="ep=3 must divide experts"):
+        moe.permutation_bytes(10, 4, 2, 8, 3)
+    with pytest.raises(ValueError, match="dispatcher"):
+        moe.permutation_bytes(10, 4, 2, 8, 4, dispatcher="nccl")
     with pytest.raises(ValueError, match="dispatch_bytes"):
-        moe.permutation_bytes(10, 4, 2, dispatch_bytes=0)
+        moe.permutation_bytes(10, 4, 2, 8, 4, dispatch_bytes=0)

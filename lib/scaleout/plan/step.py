@@ -58,8 +58,8 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
 * **Mixtures of experts** (:mod:`scaleout.moe`): the SwiGLU on the ``k`` routed copies and
   the router's softmax are memory-bound work counted by ``κ`` times the stored activations,
   which hold the ``k`` routed copies and the routed MLPs' widths; the token permutations
-  (each token copied ``k`` times before the dispatch and summed back after the combine, and
-  where the framework does it the sort by local expert and its inverse; forward and
+  outside the communication kernels (each token's ``k`` copies laid out by expert and summed
+  back, as the framework's dispatcher does it, :attr:`Framework.moe_dispatcher`; forward and
   backward) are kernels of their own, their bytes (:func:`permutation_parts`,
   :func:`scaleout.moe.permutation_bytes`) at HBM bandwidth. FLOPs from the *active* parameters
   (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
@@ -438,18 +438,16 @@ def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
 
 def permutation_parts(ctx: Context, x: _Shape, rank_imbalance) -> dict[str, np.ndarray]:
     """HBM bytes of one MoE layer's token permutations on the busiest GPU, one micro-batch,
-    forward and backward (:func:`scaleout.moe.permutation_bytes`): the ``b s/(cp tp)`` tokens
-    a GPU routes copied ``k`` times before the dispatch and summed back after the combine,
-    and, where the framework sorts the received tokens by local expert
-    (:attr:`Framework.moe_sort_by_local_expert`) and a GPU holds more than one expert, that
-    sort and its inverse on the busiest rank's ``ρ t k`` copies; at the recipe's dispatch and
-    combine widths, gradients at 16 bits. Returns ``layer_permutation_bytes``."""
+    forward and backward (:func:`scaleout.moe.permutation_bytes` for the framework's
+    :attr:`Framework.moe_dispatcher`, the ``b s/(cp tp)`` tokens a GPU routes, the busiest
+    rank's ``ρ``), at the recipe's dispatch and combine widths, gradients at 16 bits.
+    Returns ``layer_permutation_bytes``."""
     m = ctx.model
     got = moe.permutation_bytes(
-        x.tokens / x.tp, m.hidden, m.top_k, local_experts=m.experts // x.ep,
-        sort_by_local_expert=ctx.framework.moe_sort_by_local_expert,
-        imbalance=rank_imbalance, dispatch_bytes=ctx.recipe.dispatch_bytes,
-        combine_bytes=ctx.recipe.combine_bytes, grad_bytes=ACTIVATION_BYTES)
+        x.tokens / x.tp, m.hidden, m.top_k, m.experts, x.ep,
+        dispatcher=ctx.framework.moe_dispatcher, imbalance=rank_imbalance,
+        dispatch_bytes=ctx.recipe.dispatch_bytes, combine_bytes=ctx.recipe.combine_bytes,
+        grad_bytes=ACTIVATION_BYTES)
     return {"layer_permutation_bytes": np.asarray(got["total"])}
 
 
