@@ -374,8 +374,9 @@ def permutation_bytes(tokens, hidden: int, top_k: int, experts: int, ep, *,
         sort, unsort = 2.0 * received * bd * sorting, 2.0 * received * bc * sorting
         backward = (2.0 * (own + copies) + 4.0 * received * sorting) * g
     elif dispatcher == "deepep":
-        flat = np.atleast_1d(ep).astype(np.int64)
-        distinct = np.asarray(expected_nodes_per_token(E, k, flat)).reshape(np.shape(ep))
+        sizes, where = np.unique(np.asarray(ep, dtype=np.int64), return_inverse=True)
+        distinct = np.atleast_1d(expected_nodes_per_token(E, k, sizes))[where].reshape(
+            np.shape(ep))  # once per distinct EP size
         rows = t * distinct * rho * h  # token rows the busiest rank receives
         permute, unpermute = (rows + received) * bd, (received + rows) * bc
         sort = unsort = zero
