@@ -573,7 +573,8 @@ def expected_nodes_per_token(experts: int, top_k: int, nodes, max_nodes: int | N
 
 
 def dispatch_copies(experts: int, top_k: int, ep, gpus_per_node: int, *,
-                    max_nodes_per_token: int | None = None, dedup_nodes: bool = False):
+                    max_nodes_per_token: int | None = None, dedup_nodes: bool = False,
+                    dedup_ranks: bool = False):
     """Copies of one token's ``h`` values a GPU sends in a dispatch, by where they go.
 
     The ``ep`` GPUs of an expert-parallel group fill nodes of ``gpus_per_node`` in order;
@@ -591,18 +592,29 @@ def dispatch_copies(experts: int, top_k: int, ep, gpus_per_node: int, *,
       :func:`expected_nodes_per_token` × ``(N - 1)/N``; ``max_nodes_per_token`` caps the
       nodes a token may reach (node-limited routing). With dedup, the forwarded copies
       are added to ``"nvlink"`` (they cross the destination node's NVLink).
+
+    With ``dedup_ranks`` a token goes once to each *GPU* holding one or more of its experts,
+    not once per expert (DeepEP's and HybridEP's dispatch, which the receiving GPU expands to
+    its local experts; its combine returns one partial sum per GPU): the expected number of
+    distinct GPUs among its experts, :func:`expected_nodes_per_token` over ``ep`` ranks,
+    dealt over the same destinations.
     """
     E = check_int("experts", experts)
     k = check_int("top_k", top_k, maximum=E)
     ep = check_array("ep", ep, integer=True, minimum=1)
     gpn = check_int("gpus_per_node", gpus_per_node)
     check_bool("dedup_nodes", dedup_nodes)
+    check_bool("dedup_ranks", dedup_ranks)
     experts_per_gpu(E, ep)
     g = np.minimum(ep, gpn)
     nodes = np.ceil(ep / g)
-    local = k / ep
-    nvlink = k * (g - 1) / ep
-    remote = k * (ep - g) / ep
+    sent = float(k)  # copies of a token sent: one per expert, or one per distinct GPU
+    if dedup_ranks:
+        sizes, where = np.unique(np.asarray(ep, dtype=np.int64), return_inverse=True)
+        sent = np.atleast_1d(expected_nodes_per_token(E, k, sizes))[where].reshape(np.shape(ep))
+    local = sent / ep
+    nvlink = sent * (g - 1) / ep
+    remote = sent * (ep - g) / ep
     if max_nodes_per_token is not None or dedup_nodes:
         limit = max_nodes_per_token
         if limit is not None:
@@ -659,7 +671,8 @@ def all_to_all_time(size_bytes, n: int, gpus_per_node: int, intra, inter, *,
 def layer_comm_time(model: str | ModelSpec, tokens, ep: int, gpus_per_node: int, intra,
                     inter, recipe: str | memory.PrecisionRecipe = "mixed-adam", *,
                     dedup_nodes: bool | None = None, node_limited: bool = True,
-                    imbalance: float = 1.0, recompute: bool = False) -> dict[str, float]:
+                    imbalance: float = 1.0, recompute: bool = False,
+                    dispatcher: str | None = None) -> dict[str, float]:
     """Seconds of one MoE layer's all-to-alls for ``tokens`` tokens per GPU (a micro-batch).
 
     Forward: a dispatch (``dispatch_bytes`` per value) and a combine (``combine_bytes``);
@@ -669,8 +682,12 @@ def layer_comm_time(model: str | ModelSpec, tokens, ep: int, gpus_per_node: int,
     adds the forward pair again. Each is :func:`all_to_all_time` with the split of
     :func:`dispatch_copies` (``dedup_nodes`` defaults to on for a model with
     node-limited routing, as DeepEP does; ``node_limited`` applies the model's
-    ``max_nodes_per_token``). ``imbalance`` (busiest rank's load over the mean,
-    :func:`rank_imbalance`) scales the receive side's bytes.
+    ``max_nodes_per_token``). A token ``dispatcher`` (:data:`DISPATCHERS`) decides both:
+    ``"alltoall"`` (Megatron-Core's NCCL all-to-all) sends one copy per expert and node
+    dedups nothing; ``"deepep"`` and ``"hybridep"`` send a token once per destination GPU
+    and, across nodes, once per node (DeepEP's design, DeepSeek-V3 Sec. 3.2.2).
+    ``imbalance`` (busiest rank's load over the mean, :func:`rank_imbalance`) scales the
+    receive side's bytes.
 
     Returns ``{"dispatch_s", "combine_s", "forward_s", "backward_s", "total_s",
     "network_bytes", "nvlink_bytes"}`` (bytes per GPU for one dispatch).
@@ -684,9 +701,13 @@ def layer_comm_time(model: str | ModelSpec, tokens, ep: int, gpus_per_node: int,
     imb = check_positive("imbalance", imbalance, maximum=1e3)
     check_bool("recompute", recompute)
     limit = m.max_nodes_per_token if node_limited else None
-    dedup = (m.max_nodes_per_token is not None) if dedup_nodes is None else dedup_nodes
+    fused = False
+    if dispatcher is not None:
+        fused = check_choice("dispatcher", dispatcher, DISPATCHERS) != "alltoall"
+    default = (m.max_nodes_per_token is not None) if dispatcher is None else fused
+    dedup = default if dedup_nodes is None else dedup_nodes
     copies = dispatch_copies(m.experts, m.top_k, ep, gpus_per_node,
-                             max_nodes_per_token=limit, dedup_nodes=dedup)
+                             max_nodes_per_token=limit, dedup_nodes=dedup, dedup_ranks=fused)
     per_copy = t * m.hidden * imb
 
     def one(bytes_per_value):
@@ -1035,7 +1056,8 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
               + perm * moe_here) / (g.hbm_gbytes_s * 1e9))
     # communication per micro-batch on the stage
     a2a = (float(layer_comm_time(m, tokens / tp, ep, gpn, intra, inter_ab, r,
-                                 imbalance=imbalance)["total_s"]) * moe_here
+                                 imbalance=imbalance, dispatcher=dispatcher)["total_s"])
+           * moe_here
            if ep > 1 else 0.0)
     layers_here = m.n_layers / pp
     tp_comm = (4 * float(fabric.time("all_reduce", 2.0 * tokens * h, tp, name="tp"))

@@ -100,6 +100,38 @@ def test_dispatch_copies_add_up_to_k_without_dedup():
     assert dedup["network"] < 4 < c["network"][2]  # node dedup and limit cut IB copies
 
 
+def test_dispatch_copies_once_per_destination_gpu_by_hand():
+    """Qwen3-30B-A3B's 8 of 128 experts over EP 8 (16 a GPU, one 8-GPU node): a GPU misses
+    all 8 of a token's experts with probability C(112, 8)/C(128, 8), so a token's experts sit
+    on 8 (1 - C(112, 8)/C(128, 8)) = 5.34 GPUs on average. DeepEP and HybridEP send it once
+    to each: 5.34/8 to the sender itself, 5.34 x 7/8 over NVLink, against 1 and 7 copies an
+    all-to-all of one copy per expert sends."""
+    d = 8 * (1 - math.comb(112, 8) / math.comb(128, 8))
+    assert d == pytest.approx(5.34, abs=0.005)
+    c = moe.dispatch_copies(128, 8, 8, 8, dedup_ranks=True)
+    assert c["local"] == pytest.approx(d / 8, rel=1e-12)
+    assert c["nvlink"] == pytest.approx(d * 7 / 8, rel=1e-12)
+    assert c["network"] == 0
+    plain = moe.dispatch_copies(128, 8, 8, 8)
+    assert (plain["local"], plain["nvlink"]) == (1.0, 7.0)
+
+
+def test_layer_comm_time_follows_the_dispatcher():
+    """DeepSeek-V3 over EP 64 on 8-GPU nodes, 4,096 tokens a GPU: Megatron-Core's all-to-all
+    dispatcher sends each of a token's 8 copies to its expert, 8 x 56/64 = 7 of them across
+    nodes; DeepEP sends a token once per other node it needs (node-limited to 4), which the
+    model's default assumed already; HybridEP the same. The dispatcher name is checked."""
+    kw = dict(intra=NVL, inter=IB, recipe="mixed-adam")
+    a2a = moe.layer_comm_time("deepseek-v3", 4096, 64, 8, dispatcher="alltoall", **kw)
+    assert a2a["network_bytes"] == pytest.approx(4096 * 7168 * 7 * 2, rel=1e-12)
+    deepep = moe.layer_comm_time("deepseek-v3", 4096, 64, 8, dispatcher="deepep", **kw)
+    default = moe.layer_comm_time("deepseek-v3", 4096, 64, 8, **kw)
+    assert deepep["network_bytes"] == default["network_bytes"] < a2a["network_bytes"]
+    assert deepep["nvlink_bytes"] < default["nvlink_bytes"]  # one copy per GPU in the node
+    with pytest.raises(ValueError, match="dispatcher"):
+        moe.layer_comm_time("deepseek-v3", 4096, 64, 8, dispatcher="ring", **kw)
+
+
 def test_point_to_point_all_to_all_on_one_link_is_n_minus_1_over_n():
     S = 64e6
     t = moe.all_to_all_time(S, 8, 8, NVL, IB)
@@ -199,8 +231,9 @@ def test_deepseek_v3_estimate_against_the_report():
 
 def test_megatron_bridge_deepseek_v3_h100_row_within_15_percent():
     """NVIDIA's 25.09 DGX-H100 row (1,024 GPUs, TP2 PP8 VP4 EP64, FP8 with current scaling,
-    1,297 tokens/s per GPU). Assumed: no all-to-all overlap, 1F1B interleaved, the planner's
-    calibration.
+    1,297 tokens/s per GPU). Assumed: the recipe's DeepEP dispatcher (a token once per node
+    and GPU, the receiver's permutations), no all-to-all overlap, 1F1B interleaved, the
+    planner's calibration.
 
     The estimate ran 26% fast while FP8 GEMMs were priced at the calibrated share of the
     datasheet's FP8 peak; at the H100's measured achievable FP8 rate (1,402.6 of 1,979
@@ -214,7 +247,8 @@ def test_megatron_bridge_deepseek_v3_h100_row_within_15_percent():
                             global_batch=run["global_batch"], seq_len=run["seq_len"],
                             tp=run["tp"], pp=run["pp"], ep=run["ep"],
                             micro_batch=run["micro_batch"], interleave=run["vp"],
-                            recipe="fp8-te-cs")
+                            recipe="fp8-te-cs", dispatcher=run["dispatcher"])
+    assert run["dispatcher"] == "deepep"
     assert run["precision"] == "FP8-CS"
     assert est.tokens_per_s_per_gpu == pytest.approx(run["tokens_per_s_per_gpu"], rel=0.15)
     assert est.model_tflops_per_gpu == pytest.approx(run["model_tflops_per_gpu"], rel=0.15)

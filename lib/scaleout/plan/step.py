@@ -619,7 +619,7 @@ def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     for e in np.unique(ep):
         mask = ep == e
         t = moe.layer_comm_time(ctx.model, tokens[mask], int(e), gpn, links.intra, links.inter,
-                                ctx.recipe)
+                                ctx.recipe, dispatcher=ctx.framework.moe_dispatcher)
         total[mask] = np.asarray(t["total_s"]) + np.where(full[mask], t["forward_s"], 0.0)
     if ctx.framework.a2a_overlap:
         hide = 3 * np.broadcast_to(c["layer_forward_s"], shape).ravel()[idx]
