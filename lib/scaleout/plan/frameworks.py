@@ -114,6 +114,7 @@ from dataclasses import dataclass, field, replace
 
 from ..checks import check_choice, check_range, close_matches
 from ..memory import RECOMPUTE_KINDS
+from ..moe import DISPATCHERS
 from ..units import MIB
 
 __all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "PIPELINE_SCHEDULES", "SWITCHES", "Framework",
@@ -164,7 +165,7 @@ class Framework:
         check_choice("cp_variant", self.cp_variant, ("", "ring"))
         check_choice("pipeline_schedule", self.pipeline_schedule, PIPELINE_SCHEDULES)
         check_range("comm_sm_share", self.comm_sm_share, 0.0, 0.9)
-        check_choice("moe_dispatcher", self.moe_dispatcher, ("alltoall", "deepep", "hybridep"))
+        check_choice("moe_dispatcher", self.moe_dispatcher, DISPATCHERS)
         for kind in self.recompute_kinds:
             check_choice("recompute_kinds", kind, RECOMPUTE_KINDS)
 

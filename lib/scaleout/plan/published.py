@@ -66,6 +66,9 @@ class Case:
 
     ``predict(result)`` reads a :class:`~scaleout.plan.PlanResult` in the run's quantity
     (``quantity`` names it, with its unit); ``published`` is the printed value.
+    ``framework`` is a preset's name, or the :class:`~scaleout.plan.frameworks.Framework` of
+    a preset with the settings the run's recipe changed (a Megatron Bridge MoE run's token
+    dispatcher and recompute modules).
     """
 
     source: str

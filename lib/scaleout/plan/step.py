@@ -71,9 +71,10 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   GEMM from ``data/host_overheads.toml``), added to the layer's forward and backward; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
-  ``b s/(cp tp)`` tokens a GPU routes), exposed, or only beyond the layer's computation where
-  the framework overlaps them (:attr:`Framework.a2a_overlap`); the experts' model state
-  sharded by ZeRO over their ``edp = tp cp dp / ep`` copies, the rest over ``dp cp``
+  ``b s/(cp tp)`` tokens a GPU routes, as the framework's dispatcher sends them: one copy per
+  expert, or once per destination GPU and node), exposed, or only beyond the layer's
+  computation where the framework overlaps them (:attr:`Framework.a2a_overlap`); the experts'
+  model state sharded by ZeRO over their ``edp = tp cp dp / ep`` copies, the rest over ``dp cp``
   (:func:`scaleout.moe.model_state_per_gpu`); their gradients reduced over ``edp``. Dense
   and MoE layers are counted where they sit: a stage's MoE layers are those among its own
   layers (the first stage's, the last's; for the stages between, the most any run of that
