@@ -982,7 +982,8 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
       permutations outside the communication kernels, :func:`permutation_bytes` for the
       token ``dispatcher`` (Megatron-Core's ``"alltoall"`` by default);
     * **all-to-all**: :func:`layer_comm_time` per MoE layer and micro-batch on the GPU's
-      derated links, ``imbalance`` × the balanced bytes; ``a2a_overlap`` of
+      derated links, as the token ``dispatcher`` sends the tokens, ``imbalance`` × the
+      balanced bytes; ``a2a_overlap`` of
       ``min(all-to-all, compute)`` hidden behind computation (1: DeepSeek's DualPipe, which
       overlaps a forward and a backward chunk's communication with their compute,
       Sec. 3.2.1; 0: nothing hidden);
