@@ -62,6 +62,7 @@ from .checks import (
 from .collectives import _link
 
 __all__ = [
+    "DISPATCHERS",
     "EXPERT_LOOP_GEMMS",
     "SCHEDULES",
     "CapacityOutcome",
@@ -89,6 +90,7 @@ __all__ = [
     "layer_flops",
     "layer_seconds",
     "model_state_per_gpu",
+    "permutation_bytes",
     "placement",
     "popularity",
     "rank_imbalance",
@@ -305,6 +307,88 @@ def expert_weight_bytes(local_params, operand_bytes: float, grad_bytes: float
     return {"forward": _out(n * w), "dgrad": _out(n * w), "wgrad": _out(2 * n * g)}
 
 
+#: How a framework moves an MoE layer's tokens between the router and the experts
+#: (:func:`permutation_bytes`): Megatron-Core's ``"alltoall"`` token dispatcher, its flex
+#: dispatcher on DeepEP (``"deepep"``), or on HybridEP (``"hybridep"``).
+DISPATCHERS = ("alltoall", "deepep", "hybridep")
+
+
+def permutation_bytes(tokens, hidden: int, top_k: int, experts: int, ep, *,
+                      dispatcher: str = "alltoall", imbalance=1.0,
+                      dispatch_bytes: float = 2.0, combine_bytes: float = 2.0,
+                      grad_bytes: float = 2.0) -> dict[str, float | np.ndarray]:
+    """HBM bytes one GPU's token permutations move in one MoE layer and micro-batch.
+
+    A dropless MoE layer lays each token's ``k`` copies out expert by expert for the grouped
+    expert GEMMs and sums the ``k`` outputs back afterwards; outside the communication
+    kernels that is a memory-bound copy (Megatron-Core's ``moe_permute_fusion`` kernels,
+    Transformer Engine's ``moe_permute_with_probs``/``moe_unpermute`` on the routing mask,
+    ``transformer_engine/pytorch/permutation.py`` at v2.9, commit 70f53666). Counted from
+    the token dispatchers of Megatron-Core at commit 92c8482e (the submodule of Megatron
+    Bridge 5776a6d9, the 25.11 container), ``megatron/core/transformer/moe/
+    token_dispatcher.py``, for the ``t`` tokens a GPU routes, ``h`` values a row,
+    ``R = t k ρ`` copies received by the busiest rank (:func:`expected_rank_imbalance`):
+
+    * ``"alltoall"`` (``MoEAlltoAllTokenDispatcher``): **permute** before the all-to-all
+      reads each token once and writes its ``k`` copies, ``(t + t k) h`` values; with more
+      than one local expert (``E/ep > 1``) the received chunks are **sorted** by local expert
+      before the experts and **restored** after (``sort_chunks_by_idxs``), a read and a write
+      of ``R`` rows each; **unpermute** after the combine reads the ``k`` copies and writes
+      their sum, ``(t k + t) h`` (the router's probabilities are applied inside the experts'
+      activation, so it is a plain sum);
+    * ``"deepep"`` (``_DeepepManager``): DeepEP's dispatch sends a token once to each rank
+      holding one of its experts and its combine sums on the sender, inside the
+      communication kernels; the receiver **permutes** the ``t d ρ`` token rows it received
+      into its ``R`` expert copies and **unpermutes** them back, ``(t d ρ + R) h`` each, with
+      ``d`` the expected number of distinct EP ranks among a token's experts
+      (:func:`expected_nodes_per_token` over ``ep`` ranks);
+    * ``"hybridep"`` (``_HybridEPManager``): both permutations fused into the dispatch and
+      combine kernels (their bytes move with the all-to-all's): nothing here.
+
+    The backward pass runs each pass again in reverse on the gradients (``grad_bytes``).
+    Forward passes move the hidden states at ``dispatch_bytes`` before the experts (16-bit
+    in Megatron-Core, which quantizes inside the experts; FP8 where a recipe dispatches in
+    FP8) and ``combine_bytes`` after them. Array-friendly in ``tokens``, ``ep`` and
+    ``imbalance``.
+
+    Returns the forward bytes of each pass (``"permute"``, ``"sort"``, ``"unsort"``,
+    ``"unpermute"``) and ``"forward"``, ``"backward"``, ``"total"``.
+    """
+    t = check_array("tokens", tokens)
+    h = check_int("hidden", hidden)
+    E = check_int("experts", experts)
+    k = check_int("top_k", top_k, maximum=E)
+    ep = check_array("ep", ep, integer=True, minimum=1)
+    n_local = experts_per_gpu(E, ep)
+    check_choice("dispatcher", dispatcher, DISPATCHERS)
+    rho = check_array("imbalance", imbalance, minimum=1)
+    bd = check_positive("dispatch_bytes", dispatch_bytes, maximum=8)
+    bc = check_positive("combine_bytes", combine_bytes, maximum=8)
+    g = check_positive("grad_bytes", grad_bytes, maximum=8)
+    zero = np.zeros(np.broadcast(t, ep, rho).shape)
+    received = t * k * rho * h  # values of the busiest rank's copies after the dispatch
+    if dispatcher == "alltoall":
+        own, copies = t * h, t * k * h
+        sorting = np.where(np.asarray(n_local) > 1, 1.0, 0.0)
+        permute, unpermute = (own + copies) * bd + zero, (copies + own) * bc + zero
+        sort, unsort = 2.0 * received * bd * sorting, 2.0 * received * bc * sorting
+        backward = (2.0 * (own + copies) + 4.0 * received * sorting) * g
+    elif dispatcher == "deepep":
+        sizes, where = np.unique(np.asarray(ep, dtype=np.int64), return_inverse=True)
+        distinct = np.atleast_1d(expected_nodes_per_token(E, k, sizes))[where].reshape(
+            np.shape(ep))  # once per distinct EP size
+        rows = t * distinct * rho * h  # token rows the busiest rank receives
+        permute, unpermute = (rows + received) * bd, (received + rows) * bc
+        sort = unsort = zero
+        backward = 2.0 * (rows + received) * g
+    else:
+        permute = sort = unsort = unpermute = backward = zero
+    forward = permute + sort + unsort + unpermute
+    return {"permute": _out(permute), "sort": _out(sort), "unsort": _out(unsort),
+            "unpermute": _out(unpermute), "forward": _out(forward),
+            "backward": _out(backward), "total": _out(forward + backward)}
+
+
 #: GEMMs issued one by one per local expert, per MoE layer and micro-batch, when a framework
 #: runs the experts as a loop of GEMMs (:attr:`scaleout.plan.frameworks.Framework.
 #: expert_gemm_loop`). Counted from the code: Megatron-Core's ``TEGroupedMLP`` runs two
@@ -489,7 +573,8 @@ def expected_nodes_per_token(experts: int, top_k: int, nodes, max_nodes: int | N
 
 
 def dispatch_copies(experts: int, top_k: int, ep, gpus_per_node: int, *,
-                    max_nodes_per_token: int | None = None, dedup_nodes: bool = False):
+                    max_nodes_per_token: int | None = None, dedup_nodes: bool = False,
+                    dedup_ranks: bool = False):
     """Copies of one token's ``h`` values a GPU sends in a dispatch, by where they go.
 
     The ``ep`` GPUs of an expert-parallel group fill nodes of ``gpus_per_node`` in order;
@@ -507,18 +592,29 @@ def dispatch_copies(experts: int, top_k: int, ep, gpus_per_node: int, *,
       :func:`expected_nodes_per_token` × ``(N - 1)/N``; ``max_nodes_per_token`` caps the
       nodes a token may reach (node-limited routing). With dedup, the forwarded copies
       are added to ``"nvlink"`` (they cross the destination node's NVLink).
+
+    With ``dedup_ranks`` a token goes once to each *GPU* holding one or more of its experts,
+    not once per expert (DeepEP's and HybridEP's dispatch, which the receiving GPU expands to
+    its local experts; its combine returns one partial sum per GPU): the expected number of
+    distinct GPUs among its experts, :func:`expected_nodes_per_token` over ``ep`` ranks,
+    dealt over the same destinations.
     """
     E = check_int("experts", experts)
     k = check_int("top_k", top_k, maximum=E)
     ep = check_array("ep", ep, integer=True, minimum=1)
     gpn = check_int("gpus_per_node", gpus_per_node)
     check_bool("dedup_nodes", dedup_nodes)
+    check_bool("dedup_ranks", dedup_ranks)
     experts_per_gpu(E, ep)
     g = np.minimum(ep, gpn)
     nodes = np.ceil(ep / g)
-    local = k / ep
-    nvlink = k * (g - 1) / ep
-    remote = k * (ep - g) / ep
+    sent = float(k)  # copies of a token sent: one per expert, or one per distinct GPU
+    if dedup_ranks:
+        sizes, where = np.unique(np.asarray(ep, dtype=np.int64), return_inverse=True)
+        sent = np.atleast_1d(expected_nodes_per_token(E, k, sizes))[where].reshape(np.shape(ep))
+    local = sent / ep
+    nvlink = sent * (g - 1) / ep
+    remote = sent * (ep - g) / ep
     if max_nodes_per_token is not None or dedup_nodes:
         limit = max_nodes_per_token
         if limit is not None:
@@ -575,7 +671,8 @@ def all_to_all_time(size_bytes, n: int, gpus_per_node: int, intra, inter, *,
 def layer_comm_time(model: str | ModelSpec, tokens, ep: int, gpus_per_node: int, intra,
                     inter, recipe: str | memory.PrecisionRecipe = "mixed-adam", *,
                     dedup_nodes: bool | None = None, node_limited: bool = True,
-                    imbalance: float = 1.0, recompute: bool = False) -> dict[str, float]:
+                    imbalance: float = 1.0, recompute: bool = False,
+                    dispatcher: str | None = None) -> dict[str, float]:
     """Seconds of one MoE layer's all-to-alls for ``tokens`` tokens per GPU (a micro-batch).
 
     Forward: a dispatch (``dispatch_bytes`` per value) and a combine (``combine_bytes``);
@@ -585,8 +682,12 @@ def layer_comm_time(model: str | ModelSpec, tokens, ep: int, gpus_per_node: int,
     adds the forward pair again. Each is :func:`all_to_all_time` with the split of
     :func:`dispatch_copies` (``dedup_nodes`` defaults to on for a model with
     node-limited routing, as DeepEP does; ``node_limited`` applies the model's
-    ``max_nodes_per_token``). ``imbalance`` (busiest rank's load over the mean,
-    :func:`rank_imbalance`) scales the receive side's bytes.
+    ``max_nodes_per_token``). A token ``dispatcher`` (:data:`DISPATCHERS`) decides both:
+    ``"alltoall"`` (Megatron-Core's NCCL all-to-all) sends one copy per expert and node
+    dedups nothing; ``"deepep"`` and ``"hybridep"`` send a token once per destination GPU
+    and, across nodes, once per node (DeepEP's design, DeepSeek-V3 Sec. 3.2.2).
+    ``imbalance`` (busiest rank's load over the mean, :func:`rank_imbalance`) scales the
+    receive side's bytes.
 
     Returns ``{"dispatch_s", "combine_s", "forward_s", "backward_s", "total_s",
     "network_bytes", "nvlink_bytes"}`` (bytes per GPU for one dispatch).
@@ -600,9 +701,13 @@ def layer_comm_time(model: str | ModelSpec, tokens, ep: int, gpus_per_node: int,
     imb = check_positive("imbalance", imbalance, maximum=1e3)
     check_bool("recompute", recompute)
     limit = m.max_nodes_per_token if node_limited else None
-    dedup = (m.max_nodes_per_token is not None) if dedup_nodes is None else dedup_nodes
+    fused = False
+    if dispatcher is not None:
+        fused = check_choice("dispatcher", dispatcher, DISPATCHERS) != "alltoall"
+    default = (m.max_nodes_per_token is not None) if dispatcher is None else fused
+    dedup = default if dedup_nodes is None else dedup_nodes
     copies = dispatch_copies(m.experts, m.top_k, ep, gpus_per_node,
-                             max_nodes_per_token=limit, dedup_nodes=dedup)
+                             max_nodes_per_token=limit, dedup_nodes=dedup, dedup_ranks=fused)
     per_copy = t * m.hidden * imb
 
     def one(bytes_per_value):
@@ -856,7 +961,8 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
                   zero_stage: int = 1, recompute: str = "selective",
                   schedule: str = "1f1b", a2a_overlap: float = 0.0,
                   compute_share: float = 1.0, mtp_layers: int = 0, imbalance: float = 1.0,
-                  gpus_per_node: int | None = None, inter=None, calibration=None) -> MoEStep:
+                  dispatcher: str = "alltoall", gpus_per_node: int | None = None,
+                  inter=None, calibration=None) -> MoEStep:
     """A step-time estimate of a mixture-of-experts layout from this library's pieces.
 
     What the planner will search (TP, PP, EP and CP together); until it does, this composes
@@ -871,10 +977,13 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
       computation while communication kernels run: DeepSeek-V3 gives 20 of 132 to
       communication, Sec. 3.2.2), split over ``tp × pp``; ``mtp_layers`` scale it by
       Megatron's count; memory-bound work as the planner counts it (``κ`` × stored
-      activations at HBM bandwidth, and an FP8 recipe's casts,
-      :attr:`scaleout.memory.PrecisionRecipe.quantize_bytes`);
+      activations at HBM bandwidth, an FP8 recipe's casts,
+      :attr:`scaleout.memory.PrecisionRecipe.quantize_bytes`, and each MoE layer's token
+      permutations outside the communication kernels, :func:`permutation_bytes` for the
+      token ``dispatcher`` (Megatron-Core's ``"alltoall"`` by default);
     * **all-to-all**: :func:`layer_comm_time` per MoE layer and micro-batch on the GPU's
-      derated links, ``imbalance`` × the balanced bytes; ``a2a_overlap`` of
+      derated links, as the token ``dispatcher`` sends the tokens, ``imbalance`` × the
+      balanced bytes; ``a2a_overlap`` of
       ``min(all-to-all, compute)`` hidden behind computation (1: DeepSeek's DualPipe, which
       overlaps a forward and a backward chunk's communication with their compute,
       Sec. 3.2.1; 0: nothing hidden);
@@ -939,12 +1048,17 @@ def step_estimate(model: str | ModelSpec, gpu, n_gpus: int, *, global_batch: int
     act_layer = memory.activation_bytes_per_layer(m, b, max(1, s // cp), tp, True,
                                                   "none", True, r)
     casts = r.quantize_bytes * sum(compute.linear_io_per_token(m).values()) * tokens / tp
-    mem_s = ((cal.nonmatmul_traffic * act_layer + casts) * m.n_layers / pp
-             / (g.hbm_gbytes_s * 1e9) * busiest)
-    # communication per micro-batch on the stage
     moe_here = m.moe_layers / pp * (1 + mtp_layers / m.n_layers) * busiest
+    perm = float(permutation_bytes(tokens / tp, h, m.top_k, m.experts, ep,
+                                   dispatcher=dispatcher, imbalance=imbalance,
+                                   dispatch_bytes=r.dispatch_bytes,
+                                   combine_bytes=r.combine_bytes)["total"])
+    mem_s = (((cal.nonmatmul_traffic * act_layer + casts) * m.n_layers / pp * busiest
+              + perm * moe_here) / (g.hbm_gbytes_s * 1e9))
+    # communication per micro-batch on the stage
     a2a = (float(layer_comm_time(m, tokens / tp, ep, gpn, intra, inter_ab, r,
-                                 imbalance=imbalance)["total_s"]) * moe_here
+                                 imbalance=imbalance, dispatcher=dispatcher)["total_s"])
+           * moe_here
            if ep > 1 else 0.0)
     layers_here = m.n_layers / pp
     tp_comm = (4 * float(fabric.time("all_reduce", 2.0 * tokens * h, tp, name="tp"))

@@ -100,6 +100,38 @@ def test_dispatch_copies_add_up_to_k_without_dedup():
     assert dedup["network"] < 4 < c["network"][2]  # node dedup and limit cut IB copies
 
 
+def test_dispatch_copies_once_per_destination_gpu_by_hand():
+    """Qwen3-30B-A3B's 8 of 128 experts over EP 8 (16 a GPU, one 8-GPU node): a GPU misses
+    all 8 of a token's experts with probability C(112, 8)/C(128, 8), so a token's experts sit
+    on 8 (1 - C(112, 8)/C(128, 8)) = 5.34 GPUs on average. DeepEP and HybridEP send it once
+    to each: 5.34/8 to the sender itself, 5.34 x 7/8 over NVLink, against 1 and 7 copies an
+    all-to-all of one copy per expert sends."""
+    d = 8 * (1 - math.comb(112, 8) / math.comb(128, 8))
+    assert d == pytest.approx(5.34, abs=0.005)
+    c = moe.dispatch_copies(128, 8, 8, 8, dedup_ranks=True)
+    assert c["local"] == pytest.approx(d / 8, rel=1e-12)
+    assert c["nvlink"] == pytest.approx(d * 7 / 8, rel=1e-12)
+    assert c["network"] == 0
+    plain = moe.dispatch_copies(128, 8, 8, 8)
+    assert (plain["local"], plain["nvlink"]) == (1.0, 7.0)
+
+
+def test_layer_comm_time_follows_the_dispatcher():
+    """DeepSeek-V3 over EP 64 on 8-GPU nodes, 4,096 tokens a GPU: Megatron-Core's all-to-all
+    dispatcher sends each of a token's 8 copies to its expert, 8 x 56/64 = 7 of them across
+    nodes; DeepEP sends a token once per other node it needs (node-limited to 4), which the
+    model's default assumed already; HybridEP the same. The dispatcher name is checked."""
+    kw = dict(intra=NVL, inter=IB, recipe="mixed-adam")
+    a2a = moe.layer_comm_time("deepseek-v3", 4096, 64, 8, dispatcher="alltoall", **kw)
+    assert a2a["network_bytes"] == pytest.approx(4096 * 7168 * 7 * 2, rel=1e-12)
+    deepep = moe.layer_comm_time("deepseek-v3", 4096, 64, 8, dispatcher="deepep", **kw)
+    default = moe.layer_comm_time("deepseek-v3", 4096, 64, 8, **kw)
+    assert deepep["network_bytes"] == default["network_bytes"] < a2a["network_bytes"]
+    assert deepep["nvlink_bytes"] < default["nvlink_bytes"]  # one copy per GPU in the node
+    with pytest.raises(ValueError, match="dispatcher"):
+        moe.layer_comm_time("deepseek-v3", 4096, 64, 8, dispatcher="ring", **kw)
+
+
 def test_point_to_point_all_to_all_on_one_link_is_n_minus_1_over_n():
     S = 64e6
     t = moe.all_to_all_time(S, 8, 8, NVL, IB)
@@ -199,8 +231,9 @@ def test_deepseek_v3_estimate_against_the_report():
 
 def test_megatron_bridge_deepseek_v3_h100_row_within_15_percent():
     """NVIDIA's 25.09 DGX-H100 row (1,024 GPUs, TP2 PP8 VP4 EP64, FP8 with current scaling,
-    1,297 tokens/s per GPU). Assumed: no all-to-all overlap, 1F1B interleaved, the planner's
-    calibration.
+    1,297 tokens/s per GPU). Assumed: the recipe's DeepEP dispatcher (a token once per node
+    and GPU, the receiver's permutations), no all-to-all overlap, 1F1B interleaved, the
+    planner's calibration.
 
     The estimate ran 26% fast while FP8 GEMMs were priced at the calibrated share of the
     datasheet's FP8 peak; at the H100's measured achievable FP8 rate (1,402.6 of 1,979
@@ -214,7 +247,8 @@ def test_megatron_bridge_deepseek_v3_h100_row_within_15_percent():
                             global_batch=run["global_batch"], seq_len=run["seq_len"],
                             tp=run["tp"], pp=run["pp"], ep=run["ep"],
                             micro_batch=run["micro_batch"], interleave=run["vp"],
-                            recipe="fp8-te-cs")
+                            recipe="fp8-te-cs", dispatcher=run["dispatcher"])
+    assert run["dispatcher"] == "deepep"
     assert run["precision"] == "FP8-CS"
     assert est.tokens_per_s_per_gpu == pytest.approx(run["tokens_per_s_per_gpu"], rel=0.15)
     assert est.model_tflops_per_gpu == pytest.approx(run["model_tflops_per_gpu"], rel=0.15)
@@ -272,3 +306,62 @@ def test_expert_weight_bytes_by_hand():
     assert moe.expert_weight_bytes(1e6, 1, 2)["wgrad"] == 4e6
     with pytest.raises(ValueError, match="operand_bytes"):
         moe.expert_weight_bytes(1e6, 0, 2)
+
+
+# -------------------------------------------------------------------- token permutations
+def test_permutation_bytes_of_the_all_to_all_dispatcher_by_hand():
+    """Qwen3-30B-A3B at micro-batch 1 on B200 (Megatron Bridge 25.11: 4,096 tokens a GPU,
+    EP 8, 128/8 = 16 local experts, top-8, h = 2,048), BF16, a balanced deal (ρ = 1). One
+    token row: 2,048 values, 4,096 bytes; its 8 copies: 32,768 bytes.
+
+    forward: permute reads 1 row and writes 8, (1 + 8) x 4,096 = 36,864 bytes a token; the
+    sort by local expert and its restore read and write the 8 copies, 2 x 32,768 = 65,536
+    each; unpermute reads 8 rows and writes their sum, 36,864: 204,800 bytes a token.
+    backward: the same passes on the gradients, 2 x 36,864 + 4 x 32,768 = 204,800.
+    4,096 tokens: 409,600 x 4,096 = 1,677,721,600 bytes, 0.2097 ms at 8 TB/s. With one
+    local expert (EP 128) nothing is sorted: 4 x 36,864 = 147,456 bytes a token."""
+    got = moe.permutation_bytes(4096, 2048, 8, 128, 8)
+    assert got["permute"] == got["unpermute"] == 36_864 * 4096
+    assert got["sort"] == got["unsort"] == 65_536 * 4096
+    assert got["forward"] == got["backward"] == 204_800 * 4096
+    assert got["total"] == 1_677_721_600
+    assert got["total"] / 8e12 == pytest.approx(0.2097e-3, rel=1e-3)
+    one = moe.permutation_bytes(4096, 2048, 8, 128, 128)
+    assert one["sort"] == 0.0 and one["total"] == 147_456 * 4096
+
+
+def test_permutation_bytes_by_dispatcher_with_the_recipe_widths_and_the_busiest_rank():
+    """t = 10 tokens of h = 4 values, top-2 of 8 experts over EP 4 (2 local experts), the
+    busiest rank at ρ = 1.1, dispatched in FP8 (1 byte), combined in BF16.
+
+    alltoall: permute (40 + 80) x 1 = 120; sort 2 x 88 x 1 = 176 (R = 10 x 2 x 1.1 x 4 = 88
+    values); unsort 2 x 88 x 2 = 352; unpermute (80 + 40) x 2 = 240: 888 forward; backward
+    2 x 120 x 2 + 4 x 88 x 2 = 1,184.
+    deepep: a token's 2 experts sit on 4 (1 - C(6,2)/C(8,2)) = 4 x 13/28 = 13/7 ranks on
+    average, so the busiest rank receives 10 x 13/7 x 1.1 x 4 = 572/7 values of token rows
+    and lays them out as its 88 values of copies: permute (572/7 + 88) x 1, unpermute the
+    same x 2, backward both x 2 bytes: (572/7 + 88) x 7 = 1,188 bytes in all.
+    hybridep: the permutations are inside the communication kernels: none."""
+    kw = dict(imbalance=1.1, dispatch_bytes=1.0, combine_bytes=2.0)
+    a2a = moe.permutation_bytes(10, 4, 2, 8, 4, **kw)
+    assert a2a["forward"] == pytest.approx(888.0, rel=1e-12)
+    assert a2a["backward"] == pytest.approx(1184.0, rel=1e-12)
+    deepep = moe.permutation_bytes(10, 4, 2, 8, 4, dispatcher="deepep", **kw)
+    assert deepep["permute"] == pytest.approx(572 / 7 + 88, rel=1e-12)
+    assert deepep["sort"] == 0.0
+    assert deepep["total"] == pytest.approx(1188.0, rel=1e-12)
+    assert moe.permutation_bytes(10, 4, 2, 8, 4, dispatcher="hybridep", **kw)["total"] == 0.0
+    many = moe.permutation_bytes(np.array([10.0, 20.0]), 4, 2, 8, np.array([4, 8]), **kw)
+    assert many["total"][0] == pytest.approx(888.0 + 1184.0, rel=1e-12)
+    assert many["sort"][1] == 0.0  # one local expert: nothing to sort
+
+
+def test_permutation_bytes_refuse_bad_input():
+    with pytest.raises(ValueError, match="imbalance"):
+        moe.permutation_bytes(10, 4, 2, 8, 4, imbalance=0.5)
+    with pytest.raises(ValueError, match="ep=3 must divide experts"):
+        moe.permutation_bytes(10, 4, 2, 8, 3)
+    with pytest.raises(ValueError, match="dispatcher"):
+        moe.permutation_bytes(10, 4, 2, 8, 4, dispatcher="nccl")
+    with pytest.raises(ValueError, match="dispatch_bytes"):
+        moe.permutation_bytes(10, 4, 2, 8, 4, dispatch_bytes=0)

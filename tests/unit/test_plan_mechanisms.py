@@ -120,9 +120,10 @@ def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
     second pass through the output layer more. The DualPipe-aware split keeps 4 layers on
     each of the first 15 stages and 1 on the last, whose pace (GPU 0 runs stages 0 and 15)
     is then the mean of the two. The 1F1B split weighs the last stage's output layer and MTP
-    module against one layer: without HAI-LLM's wider recomputation it puts 5 layers on each
-    middle stage and none on the last; the recomputation lengthens every layer, and 4 + 1
-    then wins there too."""
+    module against one layer: with the layers as long as the token permutations make them
+    (moe.permutation_bytes) 4 + 1 wins there too, with or without HAI-LLM's wider
+    recomputation (without both it put 5 layers on each middle stage and none on the last);
+    a layer a quarter shorter tips it back to 5 + 0."""
     case = next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
     m = case.model
     assert m.mtp_layers == 1
@@ -149,8 +150,21 @@ def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
     assert (out["first_layers"][0], out["last_layers"][0]) == (4, 1)
     assert (out0["first_layers"][0], out0["last_layers"][0]) == (4, 1)
     one_f1b = replace(plan.framework(case.framework), pipeline_schedule="1f1b")
-    assert run(m, replace(one_f1b, recompute_kinds=()))[0]["first_layers"][0] == 5
+    assert run(m, replace(one_f1b, recompute_kinds=()))[0]["first_layers"][0] == 4
     assert run(m, one_f1b)[0]["first_layers"][0] == 4
+    # the split itself: a shorter layer against the same output layer and MTP module
+    ctx = step.context(m, case.gpu, case.network, None, case.recipe, p.seq_len,
+                       p.global_batch, one_f1b)
+    a = {k: np.array([v]) for k, v in dict(
+        tp=p.tp, pp=p.pp, dp=p.dp, micro_batch=1, interleave=1, zero_stage=1, rc=1,
+        sp=False, flash=True, cp=1, ep=p.ep).items()}
+    x = step._shape(ctx, a)
+    c1 = step.compute_parts(ctx, x)
+    layer = 3 * c1["layer_forward_s"] + c1["layer_recompute_s"]
+    head = c1["head_s"] + m.mtp_layers * layer  # the MTP module's layer on the last stage
+    full = step.stage_split(ctx, x, layer, head, True)
+    short = step.stage_split(ctx, x, 0.75 * layer, head, True)
+    assert (full["first_layers"][0], short["first_layers"][0]) == (4, 5)
     # the pace: the mean of stage 0 (4 layers) and stage 15 (1 layer, the output layer,
     # the MTP module's layer and the rest of it), above a middle GPU's 4 layers
     pace = (4 * per_layer + per_layer + comp["head_s"] + per_layer) / 2

@@ -416,20 +416,22 @@ def rows():
 def test_deepseek_v3_against_its_report(rows):
     """DeepSeek-V3's stated layout (PP16 DualPipe, EP64 over 8 nodes, ZeRO-1, FP8) under the
     HAI-LLM preset: the all-to-alls hidden as the report says, 112 of 132 SMs computing. The
-    planner's GPU-hours per 10^12 tokens come out about 16% below the report's whole-run
-    average (the issue's target was 15%; not reached). It was 41% below before five
+    planner's GPU-hours per 10^12 tokens come out about 14% below the report's whole-run
+    average (the target: within 15%). It was 41% below before five
     mechanisms entered the model: the H100-class GPU's measured achievable BF16 and FP8
     matmul rates (to 33%), the FP8 tile casts (to 29%), the MTP module the run trained
     (Sec. 4.2, depth 1) on the last stage with a DualPipe-aware layer split (to 20%), the
     whole-run average read over a goodput of 98.4% from the reliability model (failures at
     Llama 3's rates on 2,048 GPUs, sharded checkpoints, MegaScale's restart; to 18.6%), and
     HAI-LLM's recomputation of the norms, MLA up-projections and MoE SwiGLU (Sec. 3.2.3 and
-    3.3.3; to 16.2%), which also brings the stated layout inside 80 GB. The batch ramp,
+    3.3.3; to 16.2%), which also brings the stated layout inside 80 GB, then the token
+    permutations as memory-bound kernels of their own (moe.permutation_bytes, those of
+    DeepEP's receiver; to 14.0%, inside the target). The batch ramp,
     evaluation and any routing imbalance are left out; no factor closes the gap. The bound
     states it and fails if the prediction drifts either way."""
     r = rows["deepseek-v3 pre-training on 2,048 H800"]
     assert r.published == 180_000
-    assert -18.5 < r.error_pct < -14, r.error_pct
+    assert -16.5 < r.error_pct < -12, r.error_pct
     case = next(c for c in plan.published.cases()[0] if c.source == "deepseek_v3")
     assert 0.97 < case.goodput < 0.99
     assert case.plan.label.startswith("TP1 PP16 DP128 EP64")
@@ -456,15 +458,25 @@ def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     goodput and its recomputation modelled), not below it. Megatron-Core's host-bound loop
     of per-expert GEMMs (a measured cost per GEMM, not fitted; scaleout.moe.
     expert_loop_exposed_s) took the 21 runs' mean from 54.5% to about 47% and the worst,
-    Qwen3-30B-A3B at micro-batch 1 on B200, from +284% to about +160%. The planner still
-    runs faster than measured on most MoE rows (Qwen3-30B-A3B on B200 and H100 above 150%,
-    which no modelled mechanism explains). Stated here so that a change that widens the gap
+    Qwen3-30B-A3B at micro-batch 1 on B200, from +284% to about +160%. The token
+    permutations as kernels of their own (each token copied k times before the dispatch and
+    summed back after the combine, Megatron-Core's sort by local expert and its inverse,
+    forward and backward; scaleout.moe.permutation_bytes) took the mean to about 42.5% and the
+    worst to about +155%, and DeepSeek-V3's report row from -15.8% to -14.6%; each row's
+    token dispatcher and recompute modules as its recipe sets them (HybridEP's permutations
+    inside its communication kernels, DeepEP's on the receiver only) leave it at about 43.5%
+    (DeepSeek-V3's report row, DeepEP-style, at -14.0%), and those dispatchers sending a
+    token once per destination GPU (HybridEP's Qwen3-30B-A3B on GB200: 5.34 GPUs for its 8
+    copies, from +48% to +61%) at about 44.3%. The planner still runs faster than measured
+    on most MoE rows (Qwen3-30B-A3B on B200 and H100 above 150%, which no modelled mechanism
+    explains; the dispatchers' per-layer host synchronisation is the likely one, recorded in
+    the Bridge file, not modelled). Stated here so that a change that widens the gap
     fails; the dense 16-bit runs keep their own claim (test_validation.py)."""
     cv = plan.cross_validation()
     new = cv.overall("held out", dense_16bit=False)
     dense = cv.overall("held out", dense_16bit=True)
     assert new["cases"] >= 19 and dense["cases"] + new["cases"] == cv.overall("held out")["cases"]
-    assert new["mean_abs_pct"] < 49 and new["worst_abs_pct"] < 180
+    assert new["mean_abs_pct"] < 45 and new["worst_abs_pct"] < 160
     assert new["mean_abs_pct"] < new["baseline_mean_abs_pct"] - 5
     fp8_dense = [r for r in cv.held_out
                  if "FP8" in r.mechanisms and "mixture of experts" not in r.mechanisms]
@@ -519,3 +531,68 @@ def test_many_tokens_per_expert_leave_the_expert_gemms_compute_bound():
             * ctx.bf16_achievable)
     flops = 2 * 4096 * 8 * (3 * 2048 * 768) * float(one["rank_imbalance"][0])
     assert float(one["layer_expert_gemm_s"][0]) == pytest.approx(flops / rate, rel=1e-9)
+
+
+# -------------------------------------------------------------------- token permutations
+def test_the_token_permutations_are_memory_bound_time_of_every_moe_layer():
+    """Qwen3-30B-A3B on eight H100s, EP 8 (16 local experts), one sequence of 4,096 a GPU:
+    the planner's permutation bytes are moe.permutation_bytes for the 4,096 tokens a GPU
+    routes at the busiest rank's ρ and the framework's dispatcher. Against HybridEP (every
+    permutation inside the communication kernels) the all-to-all dispatcher adds, by hand:
+    forward, permute and unpermute 2 x (4,096 + 4,096 x 8) rows of 2,048 BF16 values, the
+    sort and restore 4 x R rows (R = 4,096 x 8 x ρ); the backward the same; at the H100's
+    3.35 TB/s, a third of it in each forward-pass unit (every layer is MoE)."""
+    from scaleout.plan.evaluate import _arrays
+
+    p = Plan(dp=8, ep=8, micro_batch=1, global_batch=8, seq_len=4096, flash_attention=True)
+    rho = float(moe.expected_rank_imbalance(4096, 128, 8, 8))
+    ctx = _ctx(MOE, p)
+    x = step._shape(ctx, _arrays(p))
+    got = float(step.permutation_parts(ctx, x, np.array([rho]))["layer_permutation_bytes"][0])
+    want = moe.permutation_bytes(4096, 2048, 8, 128, 8, imbalance=rho)["total"]
+    assert got == pytest.approx(want, rel=1e-12)
+
+    def forward(fw):
+        c = _ctx(MOE, p, framework=fw)
+        return float(step.compute_parts(c, step._shape(c, _arrays(p)))["layer_forward_s"][0])
+
+    rows = 2 * (4096 + 4096 * 8) + 4 * 4096 * 8 * rho
+    fused = replace(BARE, moe_dispatcher="hybridep")
+    assert forward(BARE) - forward(fused) == pytest.approx(
+        2 * rows * 2048 * 2 / 3.35e12 / 3, rel=1e-9)
+
+
+def test_dense_layers_have_no_token_permutations():
+    """A dense model's step does not depend on the framework's MoE dispatcher; an unknown
+    dispatcher is refused naming the allowed ones."""
+    p = Plan(tp=1, dp=8, micro_batch=1, global_batch=8, seq_len=4096, flash_attention=True)
+    a = plan.evaluate(DENSE, GPU, p, framework=BARE)
+    b = plan.evaluate(DENSE, GPU, p, framework=replace(BARE, moe_dispatcher="deepep"))
+    assert a.step_s == b.step_s
+    with pytest.raises(ValueError, match="moe_dispatcher"):
+        replace(BARE, moe_dispatcher="nccl")
+
+
+def test_bridge_moe_runs_take_their_recipes_dispatcher_and_recompute_modules():
+    """Each Megatron Bridge MoE run records the recipe's token dispatcher, recompute modules
+    and all-to-all overlap (data/published/megatron_bridge_perf_2511.toml, from the recipes
+    at 5776a6d9); the planner runs Megatron-Core with the first two: HybridEP on the GB200
+    Qwen3 and DeepSeek-V3 rows, DeepEP on the H100 DeepSeek-V3 row, the all-to-all
+    dispatcher elsewhere; DeepSeek-V3's mla_up_proj and gpt-oss's layernorm and moe_act as
+    the planner's recompute kinds ("mlp" is named as not modelled)."""
+    runs = [r for r in catalog.published("megatron_bridge_perf_2511")["run"]
+            if catalog.model(r["model"]).is_moe and r["gpu"] in catalog.gpu_names()]
+    assert runs and all(r["dispatcher"] in moe.DISPATCHERS and "recompute_modules" in r
+                        and isinstance(r["moe_a2a_overlap"], bool) for r in runs)
+    cases = {c.label: c for c in plan.published.cases()[0]
+             if c.source == "megatron_bridge_perf_2511"}
+    fw = {label: plan.framework(c.framework) for label, c in cases.items()}
+    assert fw["qwen3-30b-a3b FP8-MX on 8 × GB200"].moe_dispatcher == "hybridep"
+    assert fw["qwen3-30b-a3b FP8-MX on 8 × B200"].moe_dispatcher == "alltoall"
+    assert fw["deepseek-v3 FP8-CS on 1024 × H100-SXM5-80GB"].moe_dispatcher == "deepep"
+    assert fw["deepseek-v3 FP8-MX on 256 × B200"].recompute_kinds == ("mla_up_projections",)
+    assert fw["gpt-oss-120b on 64 × H100-SXM5-80GB"].recompute_kinds == ("norms", "moe_swiglu")
+    assert not any(f.a2a_overlap for f in fw.values())  # recorded, not applied
+    assert any("mlp not modelled" in a
+               for a in cases["deepseek-v3 FP8-CS on 1024 × H100-SXM5-80GB"].assumed)
+    assert cases["llama3-8b FP8-CS on 8 × B200"].framework == "megatron-core"

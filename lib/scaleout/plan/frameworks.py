@@ -98,6 +98,16 @@ recompute_kinds
     and the MoE SwiGLU (Sec. 3.2.3 and 3.3.3). Their forward work is added to the recomputation
     and their activations leave memory (:func:`scaleout.memory.recomputed_kinds_per_layer`).
 
+moe_dispatcher
+    How a mixture of experts' tokens reach their experts and come back
+    (:data:`scaleout.moe.DISPATCHERS`), which decides the memory-bound token permutations
+    outside the communication kernels (:func:`scaleout.moe.permutation_bytes`):
+    ``"alltoall"``, each token copied ``k`` times before a plain all-to-all and summed back
+    after it, the received tokens sorted by local expert and restored (Megatron-Core's
+    all-to-all dispatcher); ``"deepep"``, tokens sent once per destination rank and summed
+    inside the communication kernels, the receiver laying them out by expert and back;
+    ``"hybridep"``, every permutation inside the communication kernels.
+
 The overlaps and hybrid sharding are switches a user may turn off (:func:`framework`'s
 ``switches``: what a run that disabled them would do); a switch the framework does not have
 cannot be turned on.
@@ -110,6 +120,7 @@ from dataclasses import dataclass, field, replace
 
 from ..checks import check_choice, check_range, close_matches
 from ..memory import RECOMPUTE_KINDS
+from ..moe import DISPATCHERS
 from ..units import MIB
 
 __all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "PIPELINE_SCHEDULES", "SWITCHES", "Framework",
@@ -152,7 +163,8 @@ class Framework:
     sac_every_other_matmul: bool = False
     recompute_kinds: tuple[str, ...] = ()
     logits_bytes: float = 8.0
-    sources: dict[str, str] = field(default_factory=dict)
+    moe_dispatcher: str = "alltoall"
+    sources: dict[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         check_choice("collectives", self.collectives, ("nccl", "hierarchical"))
@@ -161,6 +173,7 @@ class Framework:
         check_choice("pipeline_schedule", self.pipeline_schedule, PIPELINE_SCHEDULES)
         check_range("comm_sm_share", self.comm_sm_share, 0.0, 0.9)
         check_range("logits_bytes", self.logits_bytes, 1.0, 16.0)
+        check_choice("moe_dispatcher", self.moe_dispatcher, DISPATCHERS)
         for kind in self.recompute_kinds:
             check_choice("recompute_kinds", kind, RECOMPUTE_KINDS)
 
@@ -315,7 +328,14 @@ _MEGATRON_CORE = Framework(
     zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
     tp_overlap=True, p2p_overlap=True, hybrid_shard=True, cp_variant="ring",
     expert_parallel=True, expert_gemm_loop=True, a2a_overlap=False,
+    moe_dispatcher="alltoall",
     sources={
+        "moe_dispatcher": "--moe-token-dispatcher-type alltoall, as Megatron Bridge's MoE "
+                          "model providers set it (Qwen3MoEModelProvider, GPTOSSProvider at "
+                          "5776a6d9); MoEAlltoAllTokenDispatcher in megatron/core/transformer/"
+                          "moe/token_dispatcher.py (Megatron-LM 92c8482e): permute, all-to-all, "
+                          "sort_chunks_by_idxs by local expert, and back; --moe-flex-"
+                          "dispatcher-backend deepep or hybridep selects the others",
         "cp_variant": "--context-parallel-size: ring attention in Transformer Engine "
                       "(cp_comm_type 'p2p' by default)",
         "expert_parallel": "--expert-model-parallel-size; experts folded over TP x CP x DP "
@@ -348,7 +368,11 @@ _HAI_LLM = Framework(
     zero_stages=(0, 1), max_zero_with_pp=1, tp_overlap=False, p2p_overlap=True,
     hybrid_shard=False, cp_variant="", expert_parallel=True, a2a_overlap=True,
     pipeline_schedule="dualpipe", comm_sm_share=20 / 132, recompute_kinds=RECOMPUTE_KINDS,
+    moe_dispatcher="deepep",
     sources={
+        "moe_dispatcher": "Sec. 3.2.2: a token crosses IB once per node and NVLink once per "
+                          "GPU, the combine reducing on the way back, in custom kernels "
+                          "(released as DeepEP): permutations of the received tokens only",
         "pipeline_schedule": "DeepSeek-V3 report (arXiv 2412.19437) Sec. 3.2.1 and Table 2: "
                              "DualPipe, bubble (PP/2 - 1)(F&B + B - 3W), two copies of the "
                              "parameters, PP + 1 micro-batches of activations",

@@ -50,6 +50,7 @@ from ..catalog import ModelSpec
 from ..collectives import NodeNetwork
 from ..layout import Plan
 from .evaluate import PlanResult
+from .frameworks import Framework, framework
 from .network import default_network
 
 __all__ = ["SOURCES", "TRAINING", "WHOLE_RUN", "Case", "cases", "source_title",
@@ -65,6 +66,9 @@ class Case:
 
     ``predict(result)`` reads a :class:`~scaleout.plan.PlanResult` in the run's quantity
     (``quantity`` names it, with its unit); ``published`` is the printed value.
+    ``framework`` is a preset's name, or the :class:`~scaleout.plan.frameworks.Framework` of
+    a preset with the settings the run's recipe changed (a Megatron Bridge MoE run's token
+    dispatcher and recompute modules).
     """
 
     source: str
@@ -73,7 +77,7 @@ class Case:
     gpu: str
     network: NodeNetwork
     plan: Plan
-    framework: str
+    framework: str | Framework
     quantity: str
     published: float
     predict: Callable[[PlanResult], float] = field(repr=False)
@@ -316,6 +320,33 @@ def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
 #: before each cast), MXFP8 (Blackwell's 1x32 block scales) at the same FP8 peak, its scales
 #: counted in the casts (one byte per 32 values) and left out of the stored activations.
 _BRIDGE_RECIPES = {"BF16": "mixed-adam", "FP8-CS": "fp8-te-cs", "FP8-MX": "fp8-te-mx"}
+#: Megatron-Core's recompute_modules the planner models, as its recompute kinds.
+_RECOMPUTE_MODULES = {"layernorm": "norms", "moe_act": "moe_swiglu",
+                      "mla_up_proj": "mla_up_projections"}
+
+
+def _bridge_framework(run: dict) -> tuple[str | Framework, list[str]]:
+    """Megatron-Core with the MoE settings a run's recipe sets (the file's ``dispatcher`` and
+    ``recompute_modules``; its ``moe_a2a_overlap`` is recorded, not applied), and those
+    settings in words; the preset's name where the run records none."""
+    if "dispatcher" not in run:
+        return "megatron-core", []
+    base = framework("megatron-core")
+    kinds = tuple(_RECOMPUTE_MODULES[r] for r in run["recompute_modules"]
+                  if r in _RECOMPUTE_MODULES)
+    unmodelled = [r for r in run["recompute_modules"] if r not in _RECOMPUTE_MODULES]
+    overlap = False
+    said = [f"the {run['dispatcher']} token dispatcher (the recipe's)",
+            "the recipe's recompute modules: " + (", ".join(run["recompute_modules"]) or "none")
+            + (f" ({', '.join(unmodelled)} not modelled)" if unmodelled else ""),
+            "no all-to-all overlap" + (" (the recipe sets moe_a2a_overlap; not applied)"
+                                       if run["moe_a2a_overlap"] else " (the recipe's)")]
+    fw = replace(base, moe_dispatcher=run["dispatcher"], recompute_kinds=kinds,
+                 a2a_overlap=overlap,
+                 label=f"{base.label}, {run['dispatcher']} dispatcher"
+                       + (", all-to-all overlapped" if overlap else "")
+                       + (f", recomputing {', '.join(kinds)}" if kinds else ""))
+    return (fw if fw != base else "megatron-core"), said
 
 
 def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
@@ -344,10 +375,11 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
         extra = []
         if run["precision"] == "FP8-MX":
             extra.append("MXFP8 at the FP8 peak; its block scales in the casts only")
+        fw, settings = _bridge_framework(run)
         if m.is_moe:
             extra += ["force-balanced (random scores), dropless routing",
                       "expert tensor parallelism 1",
-                      "no all-to-all overlap (Megatron-Core's default)"]
+                      *(settings or ["no all-to-all overlap (Megatron-Core's default)"])]
         if run.get("variant") == "dropless" or (catalog.model(run["model"]).mtp_layers
                                                  and "variant" not in run):
             extra.append("no multi-token prediction (not stated for this row)")
@@ -356,7 +388,7 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
         label = (f"{m.name}{' ' + run['precision'] if run['precision'] != 'BF16' else ''} on "
                  f"{run['gpus']} × {run['gpu']}")
         out.append(Case("megatron_bridge_perf_2511", label, m, run["gpu"],
-                        default_network(run["gpu"]), plan, "megatron-core",
+                        default_network(run["gpu"]), plan, fw,
                         "tokens/s per GPU", run["tokens_per_s_per_gpu"], _tokens_per_gpu,
                         ("distributed optimizer (ZeRO-1)", "SP with TP",
                          "selective recomputation", "the system's datasheet network", *extra),

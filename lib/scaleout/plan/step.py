@@ -56,10 +56,13 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   (:mod:`scaleout.nccl`), its latency included: a flat ring over many GPUs pays it at every
   step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
-* **Mixtures of experts** (:mod:`scaleout.moe`): the token permutation, the SwiGLU on the
-  ``k`` routed copies and the router's softmax are memory-bound work counted by ``κ`` times
-  the stored activations, which hold the ``k`` routed copies and the routed MLPs' widths
-  (nothing is added for them). FLOPs from the *active* parameters
+* **Mixtures of experts** (:mod:`scaleout.moe`): the SwiGLU on the ``k`` routed copies and
+  the router's softmax are memory-bound work counted by ``κ`` times the stored activations,
+  which hold the ``k`` routed copies and the routed MLPs' widths; the token permutations
+  outside the communication kernels (each token's ``k`` copies laid out by expert and summed
+  back, as the framework's dispatcher does it, :attr:`Framework.moe_dispatcher`; forward and
+  backward) are kernels of their own, their bytes (:func:`permutation_parts`,
+  :func:`scaleout.moe.permutation_bytes`) at HBM bandwidth. FLOPs from the *active* parameters
   (:func:`scaleout.memory.layers_params` with ``active=True``), memory from all of them; the
   routed experts' GEMMs at their own shape (:func:`expert_gemm_parts`: ``t ep k / E`` rows per
   local expert, the roofline on reading the local experts' weights in each GEMM pass, the
@@ -69,9 +72,10 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   GEMM from ``data/host_overheads.toml``), added to the layer's forward and backward; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
-  ``b s/(cp tp)`` tokens a GPU routes), exposed, or only beyond the layer's computation where
-  the framework overlaps them (:attr:`Framework.a2a_overlap`); the experts' model state
-  sharded by ZeRO over their ``edp = tp cp dp / ep`` copies, the rest over ``dp cp``
+  ``b s/(cp tp)`` tokens a GPU routes, as the framework's dispatcher sends them: one copy per
+  expert, or once per destination GPU and node), exposed, or only beyond the layer's
+  computation where the framework overlaps them (:attr:`Framework.a2a_overlap`); the experts'
+  model state sharded by ZeRO over their ``edp = tp cp dp / ep`` copies, the rest over ``dp cp``
   (:func:`scaleout.moe.model_state_per_gpu`); their gradients reduced over ``edp``. Dense
   and MoE layers are counted where they sit: a stage's MoE layers are those among its own
   layers (the first stage's, the last's; for the stages between, the most any run of that
@@ -150,6 +154,7 @@ __all__ = [
     "iteration",
     "memory_parts",
     "optimizer_parts",
+    "permutation_parts",
     "pipeline_parts",
     "stage_split",
     "tensor_fetch_chain_s",
@@ -433,6 +438,21 @@ def expert_gemm_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
             "moe_backward_gemm_s": per_pass["dgrad"] + per_pass["wgrad"]}
 
 
+def permutation_parts(ctx: Context, x: _Shape, rank_imbalance) -> dict[str, np.ndarray]:
+    """HBM bytes of one MoE layer's token permutations on the busiest GPU, one micro-batch,
+    forward and backward (:func:`scaleout.moe.permutation_bytes` for the framework's
+    :attr:`Framework.moe_dispatcher`, the ``b s/(cp tp)`` tokens a GPU routes, the busiest
+    rank's ``ρ``), at the recipe's dispatch and combine widths, gradients at 16 bits.
+    Returns ``layer_permutation_bytes``."""
+    m = ctx.model
+    got = moe.permutation_bytes(
+        x.tokens / x.tp, m.hidden, m.top_k, m.experts, x.ep,
+        dispatcher=ctx.framework.moe_dispatcher, imbalance=rank_imbalance,
+        dispatch_bytes=ctx.recipe.dispatch_bytes, combine_bytes=ctx.recipe.combine_bytes,
+        grad_bytes=ACTIVATION_BYTES)
+    return {"layer_permutation_bytes": np.asarray(got["total"])}
+
+
 def every_other_matmul_params(m: ModelSpec) -> float:
     """Parameters of the matmuls a per-operator selective checkpoint recomputes when it saves
     every matmul output but every second one of a block (torchtitan's ``"op"`` policy,
@@ -477,6 +497,9 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     per_flop = _seconds_per_flop(ctx, rate)
     gemm = dense / x.tp * per_flop if ctx.fp8_share else dense / x.tp / rate
     experts = expert_gemm_parts(ctx, x)  # the routed experts' GEMMs at their own shape
+    if ctx.experts is not None:  # the token permutations of an MoE layer, memory-bound
+        mem_s = mem_s + ctx.experts.moe_share * permutation_parts(
+            ctx, x, experts["rank_imbalance"])["layer_permutation_bytes"] / hbm
     if ctx.experts is not None:
         gemm = gemm + experts["layer_expert_gemm_s"]
     fwd_layer = gemm + attention / x.tp / rate + mem_s / 3
@@ -598,7 +621,7 @@ def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     for e in np.unique(ep):
         mask = ep == e
         t = moe.layer_comm_time(ctx.model, tokens[mask], int(e), gpn, links.intra, links.inter,
-                                ctx.recipe)
+                                ctx.recipe, dispatcher=ctx.framework.moe_dispatcher)
         total[mask] = np.asarray(t["total_s"]) + np.where(full[mask], t["forward_s"], 0.0)
     if ctx.framework.a2a_overlap:
         hide = 3 * np.broadcast_to(c["layer_forward_s"], shape).ravel()[idx]
