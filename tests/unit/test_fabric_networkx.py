@@ -103,3 +103,35 @@ def test_networkx_measures_the_random_split_the_ports_and_a_cut_fabric(n, k, r, 
     flow = _bisection(cut_graph, endpoints[:half], endpoints[half: 2 * half])
     assert flow == pytest.approx(cut_check.bisection_links_worst)
     assert flow < ours.bisection_links_worst  # leaf 0's endpoints no longer reach the other side
+
+
+def test_networkx_measures_both_splits_of_an_uneven_fabric():
+    """Leaf-spine of radix 8 with 31 endpoints (7 leaves of 4 and one of 3, 4 spines), its
+    leaves keeping 4, 4, 4, 4, 1, 1, 1 and 3 of their uplinks: the right half is short of
+    uplinks, so where each endpoint sits and every link's capacity in each direction decide
+    the flow. The worst-case split takes endpoints 0-14 against 15-29 (the odd one out, 30,
+    on neither side): networkx finds 6 units (one through leaf 3, one each through leaves
+    4-6, two through leaf 7), where 30 on the right would make it 7; the random splits of
+    six seeds (the seeded permutation, first half against second) differ from one another,
+    and each equals networkx's flow for the same split."""
+    import dataclasses
+    n = 31
+    built = fabric.build_graph(fabric.size_fabric(n, 8, 100, tiers=2))
+    assert (built.kind == 1).sum() == 8 and (built.kind == 2).sum() == 4
+    ups = np.array([4, 4, 4, 4, 1, 1, 1, 3])
+    leaf, spine = built.edges[:, 0] - n, built.edges[:, 1] - n - 8
+    keep = (built.edge_type == 0) | (spine < ups[np.clip(leaf, 0, 7)])
+    uneven = dataclasses.replace(built, edges=built.edges[keep],
+                                 edge_type=built.edge_type[keep])
+    graph = _graph(uneven)
+    endpoints = np.flatnonzero(uneven.kind == 0)
+    assert _bisection(graph, endpoints[:15], endpoints[15:30]) == 6
+    assert _bisection(graph, endpoints[:15], endpoints[15:31]) == 7
+    flows = []
+    for seed in range(6):
+        ours = fabric.check_graph(uneven, seed=seed)
+        assert ours.bisection_links_worst == 6
+        perm = np.random.default_rng(seed).permutation(n)
+        flows.append(_bisection(graph, endpoints[perm[:15]], endpoints[perm[15:30]]))
+        assert ours.bisection_links_random == flows[-1], seed
+    assert len(set(flows)) >= 3, flows
