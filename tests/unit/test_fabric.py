@@ -799,3 +799,15 @@ def test_leaf_split_names_every_whole_ratio_of_its_radix() -> None:
         fabric.leaf_split(64, 2.0)
     with pytest.raises(ValueError, match=re.escape("whole ratios for radix 2: 1 (or any")):
         fabric.leaf_split(2, 3.0)
+
+
+def test_a_fabric_with_more_switches_than_endpoints_is_measured() -> None:
+    """Two endpoints forced onto three tiers of radix 8: one leaf (4 ports down, 4 up), its
+    pod's 4 aggregation switches and 4 cores (aggregation switch j sends its 4 uplinks to
+    core j): 9 switches for 2 endpoints. Both endpoints hang on the one leaf, so they are 2
+    links apart and 1 unit crosses either split; the leaf's 6 ports are the busiest."""
+    g = fabric.check_graph(fabric.build_graph(fabric.size_fabric(2, 8, 100, tiers=3)))
+    assert g.switches_per_tier == {"leaf": 1, "spine": 4, "core": 4}
+    assert g.links_per_tier == {"endpoint-leaf": 2, "leaf-spine": 4, "spine-core": 16}
+    assert (g.connected, g.diameter_links, g.max_ports_used) == (True, 2, 6)
+    assert (g.bisection_links_worst, g.bisection_links_random) == (1.0, 1.0)
