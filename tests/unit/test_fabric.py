@@ -811,3 +811,30 @@ def test_a_fabric_with_more_switches_than_endpoints_is_measured() -> None:
     assert g.links_per_tier == {"endpoint-leaf": 2, "leaf-spine": 4, "spine-core": 16}
     assert (g.connected, g.diameter_links, g.max_ports_used) == (True, 2, 6)
     assert (g.bisection_links_worst, g.bisection_links_random) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize(("n", "t", "nodes", "links", "pods"), [
+    (32, 2, {"endpoint": 32, "leaf": 8, "spine": 4},
+     {"endpoint-leaf": 32, "leaf-spine": 32}, [0] * 8),
+    (128, 3, {"endpoint": 128, "leaf": 32, "spine": 32, "core": 16},
+     {"endpoint-leaf": 128, "leaf-spine": 128, "spine-core": 128},
+     [p for p in range(8) for _ in range(4)]),
+])
+def test_a_built_graph_labels_nodes_and_links_by_index_and_keeps_its_design(
+        n: int, t: int, nodes: dict[str, int], links: dict[str, int], pods: list[int]) -> None:
+    """Radix 8: a leaf has 4 ports down and 4 up. Two tiers for 32 endpoints: 8 leaves and
+    the fewest spines that take their 32 uplinks, 4. Three tiers for 128 (Al-Fares et al.'s
+    k = 8 fat tree): 8 pods of 4 leaves and 4 aggregation switches, 16 cores, 128 links per
+    tier. Node kinds and link types are integers that index their names (0 an endpoint, then
+    ``TIER_NAMES``; ``LINK_TYPES``), each leaf has its pod (0 outside a fat tree, leaf // 4
+    in it), and the graph keeps the design it was built from."""
+    from collections import Counter
+    design = fabric.size_fabric(n, 8, 100, tiers=t)
+    g = fabric.build_graph(design)
+    assert g.design is design
+    names = ("endpoint", *fabric.TIER_NAMES)
+    assert Counter(names[i] for i in g.kind) == nodes
+    assert Counter(fabric.LINK_TYPES[i] for i in g.edge_type) == links
+    assert g.pod_of_leaf.tolist() == pods
+    for array in (g.kind, g.edges, g.edge_type, g.leaf_of, g.pod_of_leaf):
+        assert array.dtype == np.int64

@@ -135,3 +135,24 @@ def test_networkx_measures_both_splits_of_an_uneven_fabric():
         flows.append(_bisection(graph, endpoints[perm[:15]], endpoints[perm[15:30]]))
         assert ours.bisection_links_random == flows[-1], seed
     assert len(set(flows)) >= 3, flows
+
+
+def test_max_flow_reroutes_flow_its_first_phase_sent_the_short_way():
+    """Dinic's algorithm (the bisection's max flow) on a graph built so that its first phase
+    blocks the flow: a and b each send their unit along the shortest route, a -> u -> v -> t
+    and b -> u -> v -> t (4 arcs; u -> v carries both, in two pushes), which fills v -> t,
+    the only way out of w's 2 units. The maximum, 4 (the cut of s's arcs: 1 + 1 + 2), needs
+    both units taken back off u -> v and sent the long ways round (a -> e1 -> e2 -> e3 -> t,
+    b -> f1 -> f2 -> f3 -> t): two units back along the reverse arc, not one, not none."""
+    from scaleout.fabric.graph import _dinic
+    arcs = {("s", "a"): 1, ("s", "b"): 1, ("a", "u"): 1, ("b", "u"): 1, ("u", "v"): 2,
+            ("v", "t"): 2, ("s", "w1"): 2, ("w1", "w2"): 2, ("w2", "w3"): 2, ("w3", "v"): 2,
+            ("a", "e1"): 1, ("e1", "e2"): 1, ("e2", "e3"): 1, ("e3", "t"): 1,
+            ("b", "f1"): 1, ("f1", "f2"): 1, ("f2", "f3"): 1, ("f3", "t"): 1}
+    names = sorted({x for arc in arcs for x in arc})
+    ix = {x: i for i, x in enumerate(names)}
+    graph = nx.DiGraph()
+    graph.add_edges_from((a, b, {"capacity": c}) for (a, b), c in arcs.items())
+    assert nx.maximum_flow_value(graph, "s", "t") == 4
+    cap = {(ix[a], ix[b]): c for (a, b), c in arcs.items()}
+    assert _dinic(len(names), cap, ix["s"], ix["t"]) == 4
