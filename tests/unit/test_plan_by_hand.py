@@ -699,3 +699,33 @@ def test_dualpipe_on_four_stages_is_paced_by_a_middle_gpu():
     last = per_gpu[0] - 24
     assert per_gpu == [24 + last, 48, 48, 24 + last] and last in (22, 23)
     assert result.step["forward"] == pytest.approx(64 * 24 * fwd, rel=1e-9)
+
+
+@pytest.mark.parametrize(("n_layers", "moe_layers"), [(46, 15), (48, 16)])
+def test_a_multi_token_prediction_layer_has_experts_where_the_last_layer_has(n_layers,
+                                                                             moe_layers):
+    """Qwen3-30B-A3B made to have experts in every third layer (layers 3, 6, ...) and one MTP
+    module, on one node (t = 1, 8-way expert parallelism, Megatron-Core with its overlaps off).
+    The MTP module's transformer layer is built like the model's last layer (DeepSeek-V3 Sec.
+    2.2): with 46 layers the last (46th) is dense, so the forward pass pays no all-to-all and
+    does not change when the node's link is ten times slower; with 48 it has experts, so the
+    forward grows by a third of one MoE layer's dispatch and combine (charged with the output
+    layer's passes, a third in the forward), one sixteenth of the 16 MoE layers' in ep_comm."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    model = replace(catalog.model("qwen3-30b-a3b"), n_layers=n_layers, moe_layer_step=3,
+                    mtp_layers=1)
+    assert sum(model.layer_is_moe(i) for i in range(n_layers)) == moe_layers
+    layout = plan.Plan(tp=1, pp=1, dp=8, ep=8, micro_batch=1, global_batch=8)
+    fast, slow = (plan.evaluate(model, "H100", layout, NodeNetwork(
+        intra=AlphaBeta(A_IN, bw), inter=AlphaBeta(A_OUT, B_OUT), gpus_per_node=8),
+        calibration=CAL, **MCORE_PLAIN) for bw in (B_IN, B_IN / 10))
+    ep_fast, ep_slow = fast.step["ep_comm"], slow.step["ep_comm"]
+    assert ep_slow > 5 * ep_fast > 0
+    grown = slow.step["forward"] - fast.step["forward"]
+    if n_layers == 46:
+        assert grown == 0.0
+    else:
+        assert grown == pytest.approx((ep_slow - ep_fast) / moe_layers / 3, rel=1e-9)
