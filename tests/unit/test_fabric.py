@@ -762,3 +762,79 @@ def test_rail_max_nodes_by_hand(gpus, radix, r, nodes) -> None:
     if r == 1.0:
         assert fabric.rail_max_nodes(gpus, radix) == nodes
         assert fabric.rail_layout(nodes, gpus, radix).port_gbps == 400.0
+
+
+# ------------------------------------------------- result types, the split's tolerance, hints
+def test_max_endpoints_gives_an_int_or_an_int64_array_of_the_radixes_shape() -> None:
+    """One radix gives a Python ``int``; an array of radixes an int64 array of its own shape:
+    a 2 x 2 array of radixes 4, 8, 16, 32 at two tiers gives k^2/2 = 8, 32, 128, 512 in
+    place (Al-Fares et al. 2008, Sec. 3), one tier the radixes themselves."""
+    got = [fabric.max_endpoints(64, t) for t in (1, 2, 3)]
+    assert got == [64, 2_048, 65_536] and [type(x) for x in got] == [int, int, int]
+    ks = np.array([[4, 8], [16, 32]])
+    for tiers, want in ((1, [[4, 8], [16, 32]]), (2, [[8, 32], [128, 512]])):
+        out = fabric.max_endpoints(ks, tiers)
+        assert isinstance(out, np.ndarray) and out.dtype == np.int64 and out.shape == (2, 2)
+        assert out.tolist() == want
+
+
+def test_leaf_split_tolerance_is_absolute_and_only_absorbs_rounding() -> None:
+    """Any d/(k - d) >= 1 gives d downlinks even where floating point misses d by an ulp
+    (12 ports at 7/5: 12 x 1.4 / 2.4 = 7 - 9e-16); a ratio that gives a count 10^-5 of a
+    port away from whole (60,000.00001 of radix 65,536) is refused, however large the
+    count: the tolerance is 10^-6 of a port, not a share of the count."""
+    assert 12 * (7 / 5) / (7 / 5 + 1) != 7  # the rounding the tolerance is there for
+    assert fabric.leaf_split(12, 7 / 5) == (7, 5)
+    assert fabric.leaf_split(24, 15 / 9) == (15, 9)
+    near = 60_000.00001
+    with pytest.raises(ValueError, match="not a whole number below 65536"):
+        fabric.leaf_split(65_536, near / (65_536 - near))
+
+
+def test_leaf_split_names_every_whole_ratio_of_its_radix() -> None:
+    """The whole ratios k/m - 1 over the divisors m of k with k/m >= 2: radix 64 offers
+    1, 3, 7, 15, 31 and 63 (a leaf of 32:32 down to 63:1); radix 2 only 1:1."""
+    with pytest.raises(ValueError, match=re.escape(
+            "whole ratios for radix 64: 1, 3, 7, 15, 31, 63 (or any d/(k-d))")):
+        fabric.leaf_split(64, 2.0)
+    with pytest.raises(ValueError, match=re.escape("whole ratios for radix 2: 1 (or any")):
+        fabric.leaf_split(2, 3.0)
+
+
+def test_a_fabric_with_more_switches_than_endpoints_is_measured() -> None:
+    """Two endpoints forced onto three tiers of radix 8: one leaf (4 ports down, 4 up), its
+    pod's 4 aggregation switches and 4 cores (aggregation switch j sends its 4 uplinks to
+    core j): 9 switches for 2 endpoints. Both endpoints hang on the one leaf, so they are 2
+    links apart and 1 unit crosses either split; the leaf's 6 ports are the busiest."""
+    g = fabric.check_graph(fabric.build_graph(fabric.size_fabric(2, 8, 100, tiers=3)))
+    assert g.switches_per_tier == {"leaf": 1, "spine": 4, "core": 4}
+    assert g.links_per_tier == {"endpoint-leaf": 2, "leaf-spine": 4, "spine-core": 16}
+    assert (g.connected, g.diameter_links, g.max_ports_used) == (True, 2, 6)
+    assert (g.bisection_links_worst, g.bisection_links_random) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize(("n", "t", "nodes", "links", "pods"), [
+    (32, 2, {"endpoint": 32, "leaf": 8, "spine": 4},
+     {"endpoint-leaf": 32, "leaf-spine": 32}, [0] * 8),
+    (128, 3, {"endpoint": 128, "leaf": 32, "spine": 32, "core": 16},
+     {"endpoint-leaf": 128, "leaf-spine": 128, "spine-core": 128},
+     [p for p in range(8) for _ in range(4)]),
+])
+def test_a_built_graph_labels_nodes_and_links_by_index_and_keeps_its_design(
+        n: int, t: int, nodes: dict[str, int], links: dict[str, int], pods: list[int]) -> None:
+    """Radix 8: a leaf has 4 ports down and 4 up. Two tiers for 32 endpoints: 8 leaves and
+    the fewest spines that take their 32 uplinks, 4. Three tiers for 128 (Al-Fares et al.'s
+    k = 8 fat tree): 8 pods of 4 leaves and 4 aggregation switches, 16 cores, 128 links per
+    tier. Node kinds and link types are integers that index their names (0 an endpoint, then
+    ``TIER_NAMES``; ``LINK_TYPES``), each leaf has its pod (0 outside a fat tree, leaf // 4
+    in it), and the graph keeps the design it was built from."""
+    from collections import Counter
+    design = fabric.size_fabric(n, 8, 100, tiers=t)
+    g = fabric.build_graph(design)
+    assert g.design is design
+    names = ("endpoint", *fabric.TIER_NAMES)
+    assert Counter(names[i] for i in g.kind) == nodes
+    assert Counter(fabric.LINK_TYPES[i] for i in g.edge_type) == links
+    assert g.pod_of_leaf.tolist() == pods
+    for array in (g.kind, g.edges, g.edge_type, g.leaf_of, g.pod_of_leaf):
+        assert array.dtype == np.int64

@@ -103,3 +103,56 @@ def test_networkx_measures_the_random_split_the_ports_and_a_cut_fabric(n, k, r, 
     flow = _bisection(cut_graph, endpoints[:half], endpoints[half: 2 * half])
     assert flow == pytest.approx(cut_check.bisection_links_worst)
     assert flow < ours.bisection_links_worst  # leaf 0's endpoints no longer reach the other side
+
+
+def test_networkx_measures_both_splits_of_an_uneven_fabric():
+    """Leaf-spine of radix 8 with 31 endpoints (7 leaves of 4 and one of 3, 4 spines), its
+    leaves keeping 4, 4, 4, 4, 1, 1, 1 and 3 of their uplinks: the right half is short of
+    uplinks, so where each endpoint sits and every link's capacity in each direction decide
+    the flow. The worst-case split takes endpoints 0-14 against 15-29 (the odd one out, 30,
+    on neither side): networkx finds 6 units (one through leaf 3, one each through leaves
+    4-6, two through leaf 7), where 30 on the right would make it 7; the random splits of
+    six seeds (the seeded permutation, first half against second) differ from one another,
+    and each equals networkx's flow for the same split."""
+    import dataclasses
+    n = 31
+    built = fabric.build_graph(fabric.size_fabric(n, 8, 100, tiers=2))
+    assert (built.kind == 1).sum() == 8 and (built.kind == 2).sum() == 4
+    ups = np.array([4, 4, 4, 4, 1, 1, 1, 3])
+    leaf, spine = built.edges[:, 0] - n, built.edges[:, 1] - n - 8
+    keep = (built.edge_type == 0) | (spine < ups[np.clip(leaf, 0, 7)])
+    uneven = dataclasses.replace(built, edges=built.edges[keep],
+                                 edge_type=built.edge_type[keep])
+    graph = _graph(uneven)
+    endpoints = np.flatnonzero(uneven.kind == 0)
+    assert _bisection(graph, endpoints[:15], endpoints[15:30]) == 6
+    assert _bisection(graph, endpoints[:15], endpoints[15:31]) == 7
+    flows = []
+    for seed in range(6):
+        ours = fabric.check_graph(uneven, seed=seed)
+        assert ours.bisection_links_worst == 6
+        perm = np.random.default_rng(seed).permutation(n)
+        flows.append(_bisection(graph, endpoints[perm[:15]], endpoints[perm[15:30]]))
+        assert ours.bisection_links_random == flows[-1], seed
+    assert len(set(flows)) >= 3, flows
+
+
+def test_max_flow_reroutes_flow_its_first_phase_sent_the_short_way():
+    """Dinic's algorithm (the bisection's max flow) on a graph built so that its first phase
+    blocks the flow: a and b each send their unit along the shortest route, a -> u -> v -> t
+    and b -> u -> v -> t (4 arcs; u -> v carries both, in two pushes), which fills v -> t,
+    the only way out of w's 2 units. The maximum, 4 (the cut of s's arcs: 1 + 1 + 2), needs
+    both units taken back off u -> v and sent the long ways round (a -> e1 -> e2 -> e3 -> t,
+    b -> f1 -> f2 -> f3 -> t): two units back along the reverse arc, not one, not none."""
+    from scaleout.fabric.graph import _dinic
+    arcs = {("s", "a"): 1, ("s", "b"): 1, ("a", "u"): 1, ("b", "u"): 1, ("u", "v"): 2,
+            ("v", "t"): 2, ("s", "w1"): 2, ("w1", "w2"): 2, ("w2", "w3"): 2, ("w3", "v"): 2,
+            ("a", "e1"): 1, ("e1", "e2"): 1, ("e2", "e3"): 1, ("e3", "t"): 1,
+            ("b", "f1"): 1, ("f1", "f2"): 1, ("f2", "f3"): 1, ("f3", "t"): 1}
+    names = sorted({x for arc in arcs for x in arc})
+    ix = {x: i for i, x in enumerate(names)}
+    graph = nx.DiGraph()
+    graph.add_edges_from((a, b, {"capacity": c}) for (a, b), c in arcs.items())
+    assert nx.maximum_flow_value(graph, "s", "t") == 4
+    cap = {(ix[a], ix[b]): c for (a, b), c in arcs.items()}
+    assert _dinic(len(names), cap, ix["s"], ix["t"]) == 4

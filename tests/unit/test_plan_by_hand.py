@@ -623,3 +623,109 @@ def test_zero3_of_a_mixture_of_experts_gathers_each_layers_experts_over_their_co
     scatter = one_way(8, layer) + one_way(2, routed / 48)
     rest_s = 2 * one_way(8, rest)
     assert result.step["dp_comm"] == pytest.approx(2 * gather + scatter + rest_s, rel=1e-9)
+
+
+def _dualpipe(model, pp):
+    """GPT-3 (or a variant) under Megatron-LM as published but with DualPipe's schedule, 64
+    micro-batches of one sequence, t = 8, no data parallelism."""
+    from dataclasses import replace
+
+    layout = plan.Plan(tp=8, pp=pp, dp=1, micro_batch=1, global_batch=64, sp=False,
+                       recompute="full")
+    framework = replace(plan.framework("megatron-lm-2021"), pipeline_schedule="dualpipe")
+    return plan.evaluate(model, "A100", layout, NET, calibration=CAL, framework=framework)
+
+
+def _dualpipe_pace(n_layers, pp, last, per_layer, head):
+    """DeepSeek-V3's DualPipe (Sec. 3.2.1): GPU 0 holds the first stage (k layers) and the
+    last (``last`` layers and the output layer) and runs half the micro-batches through each;
+    a middle GPU (from four stages on) two middle stages of k layers. The slower sets the
+    pace; k = ceil((l - last)/(pp - 1))."""
+    k = -(-(n_layers - last) // (pp - 1))
+    return max(k * per_layer if pp >= 4 else 0.0, ((k + last) * per_layer + head) / 2)
+
+
+def test_dualpipe_splits_uneven_stages_for_its_own_pace():
+    """GPT-3's 96 layers on 10 DualPipe stages with a vocabulary made 5.5 layers heavy
+    (1.55 million tokens): 1F1B's best split (the last stage's 3 layers and the output layer
+    against 11 layers a stage) leaves DualPipe's GPU 0 and its middle GPUs at 11 layers' time;
+    6 last layers and 10 a stage bring the middle GPUs to 10 and GPU 0 to (10 + 6 + 5.5)/2 =
+    10.75. The planner's split must be the fastest a plain loop over every last-stage count
+    finds for DualPipe's pace, and the forward time that of GPU 0: half its layers and half
+    the output layer on every micro-batch."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    fwd, head1 = _layer_forward_s(8, 1), _head_s(8, 1)
+    per_layer = 4 * fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    vocab = round(V * 5.5 * per_layer / head1)
+    head = head1 * vocab / V
+    pp, lasts = 10, range(L - 9 + 1)
+    paces = {last: _dualpipe_pace(L, pp, last, per_layer, head) for last in lasts}
+    best = min(paces.values())
+    one_f_one_b = {last: max(-(-(L - last) // (pp - 1)) * per_layer, last * per_layer + head)
+                   for last in lasts}
+    ties = [last for last, t in one_f_one_b.items() if t == min(one_f_one_b.values())]
+    assert all(paces[last] > best * 1.02 for last in ties)  # the two schedules split apart
+    result = _dualpipe(replace(catalog.model("gpt3-175b"), vocab=vocab), pp)
+    per_gpu = [stage.layers for stage in result.stages]
+    k = per_gpu[1] // 2
+    last = per_gpu[0] - k
+    assert per_gpu == [k + last] + [2 * k] * (pp - 2) + [k + last]
+    assert (k, last) == (10, 6)
+    assert paces[last] == pytest.approx(best, rel=1e-12)
+    assert result.step["forward"] == pytest.approx(64 * ((k + last) / 2 * fwd + head / 6),
+                                                   rel=1e-9)
+
+
+def test_dualpipe_on_four_stages_is_paced_by_a_middle_gpu():
+    """94 layers (GPT-3 with two fewer) on 4 DualPipe stages: the fastest splits give the
+    first and middle stages 24 layers and the last 22 or 23 with the output layer (a fifth
+    of a layer); GPU 0 then runs (24 + 22 + 0.18)/2 = 23.1 or 23.6 layers' time and the
+    middle GPUs 24, so a middle GPU sets the pace: 24 layers, no output layer, on every
+    micro-batch."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    fwd, head = _layer_forward_s(8, 1), _head_s(8, 1)
+    per_layer = 4 * fwd + 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    assert 0.17 < head / per_layer < 0.19
+    paces = {last: _dualpipe_pace(94, 4, last, per_layer, head) for last in range(92)}
+    result = _dualpipe(replace(catalog.model("gpt3-175b"), n_layers=94), 4)
+    per_gpu = [stage.layers for stage in result.stages]
+    assert [last for last, t in paces.items() if t == min(paces.values())] == [22, 23]
+    last = per_gpu[0] - 24
+    assert per_gpu == [24 + last, 48, 48, 24 + last] and last in (22, 23)
+    assert result.step["forward"] == pytest.approx(64 * 24 * fwd, rel=1e-9)
+
+
+@pytest.mark.parametrize(("n_layers", "moe_layers"), [(46, 15), (48, 16)])
+def test_a_multi_token_prediction_layer_has_experts_where_the_last_layer_has(n_layers,
+                                                                             moe_layers):
+    """Qwen3-30B-A3B made to have experts in every third layer (layers 3, 6, ...) and one MTP
+    module, on one node (t = 1, 8-way expert parallelism, Megatron-Core with its overlaps off).
+    The MTP module's transformer layer is built like the model's last layer (DeepSeek-V3 Sec.
+    2.2): with 46 layers the last (46th) is dense, so the forward pass pays no all-to-all and
+    does not change when the node's link is ten times slower; with 48 it has experts, so the
+    forward grows by a third of one MoE layer's dispatch and combine (charged with the output
+    layer's passes, a third in the forward), one sixteenth of the 16 MoE layers' in ep_comm."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    model = replace(catalog.model("qwen3-30b-a3b"), n_layers=n_layers, moe_layer_step=3,
+                    mtp_layers=1)
+    assert sum(model.layer_is_moe(i) for i in range(n_layers)) == moe_layers
+    layout = plan.Plan(tp=1, pp=1, dp=8, ep=8, micro_batch=1, global_batch=8)
+    fast, slow = (plan.evaluate(model, "H100", layout, NodeNetwork(
+        intra=AlphaBeta(A_IN, bw), inter=AlphaBeta(A_OUT, B_OUT), gpus_per_node=8),
+        calibration=CAL, **MCORE_PLAIN) for bw in (B_IN, B_IN / 10))
+    ep_fast, ep_slow = fast.step["ep_comm"], slow.step["ep_comm"]
+    assert ep_slow > 5 * ep_fast > 0
+    grown = slow.step["forward"] - fast.step["forward"]
+    if n_layers == 46:
+        assert grown == 0.0
+    else:
+        assert grown == pytest.approx((ep_slow - ep_fast) / moe_layers / 3, rel=1e-9)

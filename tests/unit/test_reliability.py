@@ -1169,3 +1169,102 @@ def test_cluster_rate_passes_the_switch_size_on():
 def test_a_bad_write_time_is_named():
     with pytest.raises(ValueError, match=re.escape("write_s must be a finite number >= 0")):
         reliability.goodput(HOUR, 60.0, 3 * HOUR, write_s=-1.0)
+
+
+# ================================================ types, the branch point, studies as objects
+def test_lambert_w0_refuses_what_is_not_a_real_number():
+    """W0 is a function of real z >= -1/e: booleans, complex numbers, objects, strings and
+    bytes are refused by name (not read as 0 or 1, or by their real part). A z below -1/e by
+    at most 1e-15 (the rounding of a computed -1/e) is the branch point, where W0 = -1; the
+    next float below it is refused."""
+    for bad in (True, np.array([True, False]), 0.5 + 0j, np.array([None]), [0.5, "x"], b"1"):
+        with pytest.raises(ValueError, match="lambert_w0 needs numbers"):
+            reliability.lambert_w0(bad)
+    edge = -1 / math.e - 1e-15
+    assert reliability.lambert_w0(edge) == -1.0
+    with pytest.raises(ValueError, match=re.escape("lambert_w0 needs z >= -1/e")):
+        reliability.lambert_w0(np.nextafter(edge, -1.0))
+
+
+def test_one_number_in_gives_a_python_float_and_an_array_stays_an_array():
+    """A scalar argument gives a plain ``float`` (not a numpy scalar or a 0-d array); an array
+    of one element gives an array of one element. Llama 3 alone at its own size (16,384 GPUs,
+    2,048 nodes) fails 419 times in 1,296 h; with Alibaba HPN's rows and the default inventory
+    (one link per GPU, 16 GPUs per leaf switch) 16,384 links fail 0.00057 and 1,024 switches
+    0.00051 times a month each. Daly's segment time at R = 0: M (e^{(tau+delta)/M} - 1)."""
+    n, month_h = 16384, 365.25 / 12 * 24
+    both = ["llama3-405b", "alibaba-hpn"]
+    with_hpn = 419 / 1296 + n * 0.00057 / month_h + n / 16 * 0.00051 / month_h
+    seg = 10800 * math.expm1(3660 / 10800)
+    scalars = {
+        "rate": (reliability.cluster_failure_rate_per_h(n), 419 / 1296),
+        "rate, two studies": (reliability.cluster_failure_rate_per_h(n, both), with_hpn),
+        "mtbf": (reliability.mtbf_h(n), 1296 / 419),
+        "segment": (reliability.segment_wall_time_s(3600.0, 60.0, 10800.0), seg),
+        "goodput": (reliability.goodput(3600.0, 60.0, 10800.0), 3600 / seg),
+    }
+    for what, (got, want) in scalars.items():
+        assert type(got) is float, (what, type(got))
+        assert got == pytest.approx(want, rel=1e-12), what
+    arrays = {
+        "rate": reliability.cluster_failure_rate_per_h(np.array([n])),
+        "mtbf": reliability.mtbf_h(np.array([n])),
+        "segment": reliability.segment_wall_time_s(np.array([3600.0]), 60.0, 10800.0),
+        "goodput": reliability.goodput(np.array([3600.0]), 60.0, 10800.0),
+    }
+    for what, got in arrays.items():
+        assert isinstance(got, np.ndarray) and got.shape == (1,), (what, got)
+        assert float(got[0]) == pytest.approx(scalars[what][1], rel=1e-12), what
+
+
+def test_segment_wall_time_with_and_without_a_restart_by_hand():
+    """Daly 2006, the complete model: E = M e^{R/M} (e^{(tau+delta)/M} - 1). tau = 1 h,
+    delta = 1 min, M = 3 h: 10,800 s x (e^{3,660/10,800} - 1) = 4,356.6 s without a restart
+    (the default), e^{600/10,800} times that with a 10-minute one."""
+    bare = 10800 * (math.exp(3660 / 10800) - 1)
+    assert bare == pytest.approx(4356.6, abs=0.05)
+    assert reliability.segment_wall_time_s(3600.0, 60.0, 10800.0) == pytest.approx(bare,
+                                                                                  rel=1e-14)
+    assert reliability.segment_wall_time_s(3600.0, 60.0, 10800.0, 600.0) == pytest.approx(
+        bare * math.exp(600 / 10800), rel=1e-14)
+
+
+def test_a_bad_mtbf_is_explained_and_other_bad_numbers_say_only_the_rule():
+    """Every function that takes ``mtbf_s`` says what an MTBF is when it is not positive; a
+    bad interval's message is the shared rule alone, with nothing appended."""
+    hint = ": a mean time between failures is a positive duration"
+    calls = {
+        "segment_wall_time_s": lambda m: reliability.segment_wall_time_s(3600.0, 60.0, m),
+        "goodput": lambda m: reliability.goodput(3600.0, 60.0, m),
+        "exact_optimal_interval_s": lambda m: reliability.exact_optimal_interval_s(60.0, m),
+        "simulate": lambda m: reliability.simulate(DAY, 3600.0, 60.0, m, reps=2),
+        "simulate_timeline": lambda m: reliability.simulate_timeline(DAY, 3600.0, 60.0, m),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError) as err:
+            call(0.0)
+        assert str(err.value) == "mtbf_s must be a finite number > 0, got 0.0" + hint, name
+    with pytest.raises(ValueError) as err:
+        reliability.segment_wall_time_s(0.0, 60.0, 10800.0)
+    assert str(err.value) == "interval_s must be a finite number > 0, got 0.0"
+
+
+def test_a_study_may_be_passed_as_itself_and_counts_only_gpus_and_nodes():
+    """A :class:`Study` object stands for its name, alone or in a list; a study counts its
+    GPUs (Llama 3: 16,384) and nodes (16,384 / 8 = 2,048) and refuses any other unit, and a
+    study without a GPU count (Alibaba HPN) has neither."""
+    n = 16384
+    llama = reliability.study("llama3-405b")
+    assert reliability.cluster_failure_rate_per_h(n, llama) == pytest.approx(419 / 1296,
+                                                                             rel=1e-12)
+    both = [llama, "alibaba-hpn"]
+    assert reliability.cluster_failure_rate_per_h(n, both) == pytest.approx(
+        reliability.cluster_failure_rate_per_h(n, ["llama3-405b", "alibaba-hpn"]), rel=1e-12)
+    assert (llama.units("gpu"), llama.units("node")) == (16384.0, 2048.0)
+    for unit in ("link", "switch"):
+        with pytest.raises(ValueError, match=f"does not say how many {unit}s it had"):
+            llama.units(unit)
+    hpn = reliability.study("alibaba-hpn")
+    for unit in ("gpu", "node"):
+        with pytest.raises(ValueError, match=f"does not say how many {unit}s it had"):
+            hpn.units(unit)
