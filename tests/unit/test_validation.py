@@ -32,12 +32,14 @@ def test_sources_are_split_before_fitting_and_held_out_ones_are_many():
 def test_the_planner_beats_a_constant_mfu_on_runs_it_was_not_fitted_to(cv):
     """On the dense 16-bit runs it never saw (every held-out run before mixtures of experts,
     FP8 and context parallelism entered the planner; those are measured apart, in
-    test_plan_moe.py). The mean is about 16% (the baseline's 22%): it was 18.8% before each
+    test_plan_moe.py). The mean is about 14% (the baseline's 22%): it was 18.8% before each
     GPU's measured maximum achievable matmul rate scaled the A100-fitted efficiency, which
-    brought the H100 runs (MPT, Llama 3) nearer."""
+    brought the H100 runs (MPT, Llama 3) nearer, and 13.6% before the models trained without
+    dropout (MPT, Llama 3) lost its masks from their stored activations and from the
+    memory-bound traffic priced on them (14.2%)."""
     held = cv.overall("held out", dense_16bit=True)
     assert held["cases"] >= 20
-    assert held["mean_abs_pct"] < 17
+    assert held["mean_abs_pct"] < 15
     assert held["mean_abs_pct"] < held["baseline_mean_abs_pct"]
     assert held["worst_abs_pct"] < held["baseline_worst_abs_pct"]
     left = cv.overall("left out")
