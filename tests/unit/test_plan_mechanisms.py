@@ -130,12 +130,13 @@ def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
     without = replace(m, mtp_layers=0)
     p = case.plan
 
+    a = {k: np.array([v]) for k, v in dict(
+        tp=p.tp, pp=p.pp, dp=p.dp, micro_batch=1, interleave=1, zero_stage=1, rc=1,
+        sp=False, flash=True, cp=1, ep=p.ep).items()}
+
     def run(model, framework=case.framework):
         ctx = step.context(model, case.gpu, case.network, None, case.recipe, p.seq_len,
                            p.global_batch, framework)
-        a = {k: np.array([v]) for k, v in dict(
-            tp=p.tp, pp=p.pp, dp=p.dp, micro_batch=1, interleave=1, zero_stage=1, rc=1,
-            sp=False, flash=True, cp=1, ep=p.ep).items()}
         x = step._shape(ctx, a)
         return step.iteration(ctx, a, True), step.compute_parts(ctx, x)
 
@@ -155,9 +156,6 @@ def test_the_mtp_module_runs_on_the_last_stage_and_dualpipe_splits_around_it():
     # the split itself: a shorter layer against the same output layer and MTP module
     ctx = step.context(m, case.gpu, case.network, None, case.recipe, p.seq_len,
                        p.global_batch, one_f1b)
-    a = {k: np.array([v]) for k, v in dict(
-        tp=p.tp, pp=p.pp, dp=p.dp, micro_batch=1, interleave=1, zero_stage=1, rc=1,
-        sp=False, flash=True, cp=1, ep=p.ep).items()}
     x = step._shape(ctx, a)
     c1 = step.compute_parts(ctx, x)
     layer = 3 * c1["layer_forward_s"] + c1["layer_recompute_s"]
