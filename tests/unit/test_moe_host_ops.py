@@ -124,17 +124,32 @@ def _parts(p, framework, recipe="mixed-adam"):
 
 @pytest.mark.parametrize("recipe, fwd_ops", [("mixed-adam", 5), ("fp8-te-cs", 8)])
 def test_the_planner_adds_the_launches_to_every_moe_layer(recipe, fwd_ops):
-    """Qwen3-30B-A3B over EP 8 on H100s: 16 local experts, 4,096 tokens a GPU. The forward
-    host time after the wait grows by 5 launches (8 with FP8) x 13.48 us, the exposed loop by
-    as much (the expert GEMMs' forward is far shorter than the host's issue time); the
-    backward launches hide under the layer's backward."""
+    """Qwen3-30B-A3B over EP 8 on H100s: 16 local experts, 4,096 tokens a GPU. After the wait
+    the host issues 32 expert GEMMs (24.75 us each) and 5 launches (8 with FP8, 13.48 us
+    each); the GPU's work queued behind them is the expert GEMMs' forward and the dispatch
+    all-to-all, which the alltoall dispatcher issues first after the wait. The backward
+    launches hide under the layer's backward."""
     p = Plan(dp=8, ep=8, micro_batch=1, global_batch=16, flash_attention=True)
     _, _, loop, parts = _parts(p, LOOP, recipe)
-    _, _, sync, _ = _parts(p, SYNC, recipe)
+    ctx, x, sync, _ = _parts(p, SYNC, recipe)
     c, op = 24.75e-6, 13.48e-6
     f_gpu = float(parts["moe_forward_gemm_s"][0])
-    assert 16 * 2 * c > f_gpu  # the GEMM loop alone already outlasts the GEMMs' forward
-    grew = float(sync["layer_expert_loop_s"][0] - loop["layer_expert_loop_s"][0])
-    assert grew == pytest.approx(fwd_ops * op / 3, rel=1e-9)  # forward-pass units
-    assert float(sync["layer_forward_s"][0] - loop["layer_forward_s"][0]) == \
-        pytest.approx(fwd_ops * op / 3, rel=1e-9)
+    dispatch = float(step._ep_comm(ctx, x, parts["rank_imbalance"])["dispatch_s"][0])
+    assert 0 < dispatch < 16 * 2 * c  # the all-to-all hides part of the host's issue time
+    host_f = 16 * 2 * c + fwd_ops * op
+    assert float(sync["layer_expert_loop_s"][0]) == pytest.approx(
+        max(host_f - f_gpu - dispatch, 0.0) / 3, rel=1e-9)  # forward-pass units
+    assert float(loop["layer_expert_loop_s"][0]) == pytest.approx(
+        max(16 * 2 * c - f_gpu, 0.0) / 3, rel=1e-9)  # the GEMM loop alone: no wait modelled
+    assert float(sync["layer_forward_s"][0] - loop["layer_forward_s"][0]) == pytest.approx(
+        (fwd_ops * op - dispatch) / 3, rel=1e-9)
+
+
+def test_only_the_alltoall_dispatcher_hides_host_time_behind_its_dispatch():
+    """DeepEP waits after its dispatch (tokens_per_expert.sum().item()), so its all-to-all is
+    not queued behind the host; its launches are not counted either: the GEMM loop alone."""
+    p = Plan(dp=8, ep=8, micro_batch=1, global_batch=16, flash_attention=True)
+    _, _, deepep, parts = _parts(p, replace(SYNC, moe_dispatcher="deepep"))
+    f_gpu = float(parts["moe_forward_gemm_s"][0])
+    assert float(deepep["layer_expert_loop_s"][0]) == pytest.approx(
+        max(16 * 2 * 24.75e-6 - f_gpu, 0.0) / 3, rel=1e-9)

@@ -72,7 +72,8 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   GEMM from ``data/host_overheads.toml``), and where its dropless layer makes the host wait
   for the GPU (:attr:`Framework.moe_host_sync`), its other launches from Python after the wait
   (:func:`scaleout.moe.moe_host_ops`, a measured host time per eager operator), against the
-  expert GEMMs' work, added to the layer's forward and backward; the
+  GPU's work queued behind them (the expert GEMMs, and the dispatch all-to-all where the
+  ``"alltoall"`` dispatcher waits before it), added to the layer's forward and backward; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
   ``b s/(cp tp)`` tokens a GPU routes, as the framework's dispatcher sends them: one copy per
@@ -516,6 +517,8 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
         if ctx.host_op_s:
             ops = moe.moe_host_ops(n_local, dispatcher=ctx.framework.moe_dispatcher,
                                    fp8=ctx.recipe.fp8)
+            if ctx.framework.moe_dispatcher == "alltoall":  # waits before the dispatch,
+                behind = behind + _dispatch_s(ctx, x, experts["rank_imbalance"])  # runs behind
         loop = moe.expert_loop_exposed_s(
             n_local, ctx.expert_call_s, behind, 2 * rest + experts["moe_backward_gemm_s"],
             host_ops=ops, per_op_s=ctx.host_op_s)
@@ -632,6 +635,12 @@ def _ep_comm(ctx: Context, x: _Shape, rank_imbalance) -> dict[str, np.ndarray]:
     dispatch.ravel()[idx] = d
     total.ravel()[idx] = t_all
     return {"dispatch_s": dispatch, "total_s": total}
+
+
+def _dispatch_s(ctx: Context, x: _Shape, rank_imbalance) -> np.ndarray:
+    """Seconds of one forward dispatch all-to-all per MoE layer and micro-batch
+    (:func:`_ep_comm`)."""
+    return _ep_comm(ctx, x, rank_imbalance)["dispatch_s"]
 
 
 def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
