@@ -533,24 +533,30 @@ MOE_HOST_OPS = {
 }
 
 
-def moe_host_ops(local_experts, *, dispatcher: str = "alltoall", fp8: bool = False
+def moe_host_ops(local_experts, ep=2, *, dispatcher: str = "alltoall", fp8: bool = False
                  ) -> dict[str, float | np.ndarray]:
     """Launches issued from Python in one MoE layer and micro-batch besides the expert GEMMs
     (:data:`MOE_HOST_OPS`): the forward ones after the host's wait, and the backward ones.
 
     The ``"sort"`` launches only where ``local_experts > 1``, the ``"fp8"`` ones only with
-    ``fp8``; a dispatcher without counts (``"deepep"``, ``"hybridep"``) gives 0.
-    Array-friendly in ``local_experts``. Returns ``{"forward", "backward"}``.
+    ``fp8``. Without expert parallelism (``ep = 1``) there is no all-to-all (Megatron-Core's
+    ``_AllToAll`` returns its input on a group of one) and the host waits after the sort
+    (``"before_finish"``), so neither counts forward; the backward sorts still do. A
+    dispatcher without counts (``"deepep"``, ``"hybridep"``) gives 0. Array-friendly in
+    ``local_experts`` and ``ep``. Returns ``{"forward", "backward"}``.
     """
     n = check_array("local_experts", local_experts, minimum=1)
+    e = check_array("ep", ep, integer=True, minimum=1)
     check_choice("dispatcher", dispatcher, DISPATCHERS)
     check_bool("fp8", fp8)
+    many, spread = np.asarray(n) > 1, np.asarray(e) > 1
     out = {}
     for phase in ("forward", "backward"):
         c = MOE_HOST_OPS.get(dispatcher, {}).get(phase, {})
-        fixed = sum(v for k, v in c.items() if k not in ("sort", "fp8"))
-        fixed += c.get("fp8", 0) if fp8 else 0
-        out[phase] = _out(fixed + np.where(np.asarray(n) > 1, c.get("sort", 0), 0) + 0.0 * n)
+        count = (c.get("activation", 0) + c.get("permute", 0) + (c.get("fp8", 0) if fp8 else 0)
+                 + np.where(spread, c.get("all_to_all", 0), 0)
+                 + np.where(many & (spread | (phase == "backward")), c.get("sort", 0), 0))
+        out[phase] = _out(count + 0.0 * n * e)
     return out
 
 

@@ -45,6 +45,10 @@ def test_the_launches_are_those_counted_in_the_code():
     got = moe.moe_host_ops(np.array([1.0, 4.0]), fp8=True)
     assert got["forward"] == pytest.approx([6.0, 8.0])
     assert got["backward"] == pytest.approx([9.0, 11.0])
+    # no expert parallelism: no all-to-all (2 forward, 3 backward fewer) and the wait comes
+    # after the sort (2 forward fewer); the backward sorts remain
+    assert moe.moe_host_ops(16, 1) == {"forward": 1.0, "backward": 5.0}
+    assert moe.moe_host_ops(16, np.array([1, 8]), fp8=True)["forward"] == pytest.approx([4, 8])
     # the DeepEP and HybridEP dispatchers' launches are not counted
     assert moe.moe_host_ops(16, dispatcher="deepep") == {"forward": 0.0, "backward": 0.0}
     assert moe.moe_host_ops(16, dispatcher="hybridep", fp8=True)["forward"] == 0.0
@@ -82,6 +86,8 @@ def test_bad_input_names_the_parameter(kwargs, match):
         moe.moe_host_ops(4, dispatcher="alltoal")
     with pytest.raises(ValueError, match="local_experts"):
         moe.moe_host_ops(0)
+    with pytest.raises(ValueError, match="ep"):
+        moe.moe_host_ops(4, 1.5)
 
 
 def test_a_malformed_entry_is_refused_naming_file_entry_and_field(tmp_path):

@@ -515,7 +515,7 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
         n_local = m.experts / x.ep
         ops, behind = None, experts["moe_forward_gemm_s"]
         if ctx.host_op_s:
-            ops = moe.moe_host_ops(n_local, dispatcher=ctx.framework.moe_dispatcher,
+            ops = moe.moe_host_ops(n_local, x.ep, dispatcher=ctx.framework.moe_dispatcher,
                                    fp8=ctx.recipe.fp8)
             if ctx.framework.moe_dispatcher == "alltoall":  # waits before the dispatch,
                 behind = behind + _dispatch_s(ctx, x, experts["rank_imbalance"])  # runs behind
