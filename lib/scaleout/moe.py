@@ -504,11 +504,14 @@ def host_op_cost(name: str = "pytorch-eager-op-x86") -> HostOpCost:
 #:   ``moe_utils.sort_chunks_by_idxs`` (fused) -> TE ``_moe_chunk_sort.forward``:
 #:   ``make_chunk_sort_map`` and ``sort_chunks_by_map``, one Triton kernel each;
 #: * ``"activation"`` 1: ``TEGroupedMLP.forward`` -> ``weighted_bias_swiglu_impl`` (one
-#:   compiled fused call);
+#:   compiled fused call; ``weighted_bias_quick_geglu_impl`` for gpt-oss's activation);
 #: * ``"fp8"`` 3, FP8 recipes only: ``TEGroupedMLP.forward``'s ``quantization_padding`` of the
 #:   tokens and of the probabilities and ``quantization_unpadding`` of the output (TE
 #:   ``Fp8Padding``/``Fp8Unpadding``: ``tex.fused_multi_row_padding``/``_unpadding``, one each;
 #:   padding is skipped only when every expert's count is already aligned).
+#:
+#: (after the experts the restore sort, the combine all-to-all and the unpermute follow, but
+#: the combine's GPU time lets the host get ahead again: not counted forward);
 #:
 #: backward, the same layer's MoE part (autograd; no wait):
 #:
