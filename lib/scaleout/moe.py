@@ -31,7 +31,10 @@ Sources
 * The host-bound expert loop (:func:`expert_loop_exposed_s`): GEMMs per local expert counted
   from Megatron-Core's ``TEGroupedMLP`` and Transformer Engine's ``GroupedLinear``
   (:data:`EXPERT_LOOP_GEMMS`); the host cost of each, measured by NVIDIA for Transformer
-  Engine's per-expert cuBLASLt loop against one grouped launch (``data/host_overheads.toml``).
+  Engine's per-expert cuBLASLt loop against one grouped launch (``data/host_overheads.toml``);
+  the other launches Megatron-Core issues from Python in the same stretch (:data:`MOE_HOST_OPS`,
+  counted from its token dispatcher and ``TEGroupedMLP``), each at the host time of one eager
+  PyTorch operator measured on a DGX H100 host (Transformer Engine issue #2053).
 
 Every function takes numpy arrays where a planner would sweep (token counts, EP sizes),
 checks its inputs and raises ``ValueError`` naming the parameter, the value and what is
@@ -64,10 +67,12 @@ from .collectives import _link
 __all__ = [
     "DISPATCHERS",
     "EXPERT_LOOP_GEMMS",
+    "MOE_HOST_OPS",
     "SCHEDULES",
     "CapacityOutcome",
     "Fold",
     "HostCallCost",
+    "HostOpCost",
     "MoEStep",
     "a2a_bytes",
     "all_to_all_time",
@@ -86,10 +91,12 @@ __all__ = [
     "experts_per_gpu",
     "fold",
     "fold_groups",
+    "host_op_cost",
     "layer_comm_time",
     "layer_flops",
     "layer_seconds",
     "model_state_per_gpu",
+    "moe_host_ops",
     "permutation_bytes",
     "placement",
     "popularity",
@@ -440,30 +447,158 @@ def expert_loop_cost(name: str = "te-multi-stream-cublaslt-gemm") -> HostCallCos
     return catalog.lookup("host call cost", _host_calls(), name, "name")
 
 
-def expert_loop_exposed_s(local_experts, per_call_s: float, forward_gpu_s, backward_gpu_s
+@dataclass(frozen=True)
+class HostOpCost(catalog.Entry):
+    """A measured host time of one eager operator issued from Python (``data/host_overheads.toml``,
+    ``[[op]]``)."""
+
+    name: str = catalog.field_of("", "catalog name")
+    what: str = catalog.field_of("", "the call measured, and through which code")
+    cpu_us: float = catalog.field_of("us", "host time per call, the call not waiting for the GPU")
+    gpu_us: float = catalog.field_of("us", "GPU time of the same call in the same benchmark")
+    gpu: str = catalog.field_of("", "the GPU of the measurement")
+    host: str = catalog.field_of("", "the host CPU of the measurement")
+    source: str = catalog.field_of("", "where the figures come from")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.cpu_us >= self.gpu_us:
+            raise ValueError(f"HostOpCost {self.name!r}: field 'cpu_us' ({self.cpu_us}) must be "
+                             f"below 'gpu_us' ({self.gpu_us}): only then was the host never "
+                             f"waiting for the GPU, and its time is the issue cost alone")
+
+    @property
+    def per_op_s(self) -> float:
+        """Seconds of host time each operator costs: ``cpu_us × 1e-6``."""
+        return self.cpu_us * 1e-6
+
+
+_host_ops = catalog.cached_entries("host_overheads.toml", "op", HostOpCost)
+
+
+def host_op_cost(name: str = "pytorch-eager-op-x86") -> HostOpCost:
+    """The measured host time of one eager operator, by name or alias
+    (``data/host_overheads.toml``, ``[[op]]``).
+
+    Raises
+    ------
+    ValueError
+        An unknown name (with the close ones), or a malformed file naming file, entry, field.
+    """
+    return catalog.lookup("host op cost", _host_ops(), name, "name")
+
+
+#: Launches Megatron-Core issues from Python in one MoE layer and micro-batch besides the expert
+#: GEMMs (each an eager PyTorch operator, a Triton kernel or an NCCL collective), for its
+#: ``"alltoall"`` token dispatcher with ``moe_permute_fusion`` (as the Megatron Bridge MoE
+#: providers set it), expert parallelism, no tensor-parallel experts, no shared expert, the
+#: fused weighted SwiGLU. Counted at Megatron-LM 92c8482e (core_v0.15 line, the submodule of
+#: Megatron Bridge 5776a6d9) and Transformer Engine v2.9:
+#:
+#: forward, from the host's wait (``_maybe_dtoh_and_synchronize("before_ep_alltoall")``) to
+#: the end of the experts:
+#:
+#: * ``"all_to_all"`` 2: ``MoEAlltoAllTokenDispatcher.token_dispatch``, the tokens and the
+#:   probabilities (``tensor_parallel.mappings.all_to_all``, one ``all_to_all_single`` each);
+#: * ``"sort"`` 2, with more than one local expert: ``dispatch_postprocess`` ->
+#:   ``moe_utils.sort_chunks_by_idxs`` (fused) -> TE ``_moe_chunk_sort.forward``:
+#:   ``make_chunk_sort_map`` and ``sort_chunks_by_map``, one Triton kernel each;
+#: * ``"activation"`` 1: ``TEGroupedMLP.forward`` -> ``weighted_bias_swiglu_impl`` (one
+#:   compiled fused call; ``weighted_bias_quick_geglu_impl`` for gpt-oss's activation);
+#: * ``"fp8"`` 3, FP8 recipes only: ``TEGroupedMLP.forward``'s ``quantization_padding`` of the
+#:   tokens and of the probabilities and ``quantization_unpadding`` of the output (TE
+#:   ``Fp8Padding``/``Fp8Unpadding``: ``tex.fused_multi_row_padding``/``_unpadding``, one each;
+#:   padding is skipped only when every expert's count is already aligned).
+#:
+#: (after the experts the restore sort, the combine all-to-all and the unpermute follow, but
+#: the combine's GPU time lets the host get ahead again: not counted forward);
+#:
+#: backward, the same layer's MoE part (autograd; no wait):
+#:
+#: * ``"all_to_all"`` 3: ``_AllToAll.backward`` of the combine and of both dispatches;
+#: * ``"permute"`` 2: TE ``_moe_unpermute_mask_map.backward`` (``permute_with_mask_map``) and
+#:   ``_moe_permute_mask_map.backward`` (``unpermute_with_mask_map``), one Triton kernel each;
+#: * ``"sort"`` 2, with more than one local expert: ``_moe_chunk_sort.backward`` of the sort
+#:   and of the restore (``sort_chunks_by_map``);
+#: * ``"activation"`` 1: ``WeightedSwiGLUFunction.backward`` (``weighted_swiglu_back``);
+#: * ``"fp8"`` 3, FP8 recipes only: ``_Fp8Unpadding.backward`` (padding) and
+#:   ``_Fp8Padding.backward`` twice (unpadding).
+#:
+#: Not counted: the quantize kernels Transformer Engine launches per expert from C++
+#: (``tex.split_quantize``; no measured host cost per launch from C++), the per-expert Python
+#: work inside ``GroupedLinear`` that launches nothing, allocations, and the launches of the
+#: ``"deepep"`` and ``"hybridep"`` dispatchers (not counted yet: none here).
+MOE_HOST_OPS = {
+    "alltoall": {
+        "forward": {"all_to_all": 2, "sort": 2, "activation": 1, "fp8": 3},
+        "backward": {"all_to_all": 3, "permute": 2, "sort": 2, "activation": 1, "fp8": 3},
+    },
+}
+
+
+def moe_host_ops(local_experts, ep=2, *, dispatcher: str = "alltoall", fp8: bool = False
+                 ) -> dict[str, float | np.ndarray]:
+    """Launches issued from Python in one MoE layer and micro-batch besides the expert GEMMs
+    (:data:`MOE_HOST_OPS`): the forward ones after the host's wait, and the backward ones.
+
+    The ``"sort"`` launches only where ``local_experts > 1``, the ``"fp8"`` ones only with
+    ``fp8``. Without expert parallelism (``ep = 1``) there is no all-to-all (Megatron-Core's
+    ``_AllToAll`` returns its input on a group of one) and the host waits after the sort
+    (``"before_finish"``), so neither counts forward; the backward sorts still do. A
+    dispatcher without counts (``"deepep"``, ``"hybridep"``) gives 0. Array-friendly in
+    ``local_experts`` and ``ep``. Returns ``{"forward", "backward"}``.
+    """
+    n = check_array("local_experts", local_experts, minimum=1)
+    e = check_array("ep", ep, integer=True, minimum=1)
+    check_choice("dispatcher", dispatcher, DISPATCHERS)
+    check_bool("fp8", fp8)
+    many, spread = np.asarray(n) > 1, np.asarray(e) > 1
+    out = {}
+    for phase in ("forward", "backward"):
+        c = MOE_HOST_OPS.get(dispatcher, {}).get(phase, {})
+        count = (c.get("activation", 0) + c.get("permute", 0) + (c.get("fp8", 0) if fp8 else 0)
+                 + np.where(spread, c.get("all_to_all", 0), 0)
+                 + np.where(many & (spread | (phase == "backward")), c.get("sort", 0), 0))
+        out[phase] = _out(count + 0.0 * n * e)
+    return out
+
+
+def expert_loop_exposed_s(local_experts, per_call_s: float, forward_gpu_s, backward_gpu_s, *,
+                          host_ops=None, per_op_s: float = 0.0
                           ) -> dict[str, float | np.ndarray]:
-    """Seconds a host-bound expert loop leaves the GPU idle, one MoE layer and micro-batch.
+    """Seconds a host-bound MoE layer leaves the GPU idle, one MoE layer and micro-batch.
 
     A framework that issues the local experts' GEMMs one by one (:data:`EXPERT_LOOP_GEMMS`:
     2 in the forward pass, 4 in the backward, per local expert) spends
-    ``n × gemms × per_call_s`` of host time on them. In the forward pass the host first waits
-    for the GPU: the per-expert token counts are copied to the host to size the GEMMs
-    (``tokens_per_expert.tolist()`` in Megatron-Core's ``TEGroupedMLP.forward``; the
-    ``alltoall`` dispatcher's ``.cpu()``), so the GPU's queue is empty and it runs each GEMM
-    as it is issued: ``max(0, host − forward_gpu_s)`` shows, ``forward_gpu_s`` the expert
-    GEMMs' forward time. The backward pass keeps the counts on the host (no second wait),
-    and the host's loop shows only where it outlasts the GPU's work on the layer,
-    ``backward_gpu_s``. Only the GEMM calls are counted (the host's other launches are not):
-    a lower bound on the idle time. Array-friendly in every argument but ``per_call_s``.
+    ``n × gemms × per_call_s`` of host time on them, and ``host_ops × per_op_s`` on its other
+    launches (:func:`moe_host_ops`: forward ones after the wait, backward ones). In the
+    forward pass the host first waits for the GPU: the per-expert token counts are copied to
+    the host to size the all-to-all and the GEMMs (the ``alltoall`` dispatcher's ``.cpu()``
+    before the all-to-all; ``tokens_per_expert.tolist()`` in Megatron-Core's
+    ``TEGroupedMLP.forward``), so the GPU's queue is empty and it runs each launch as it is
+    issued: ``max(0, host − forward_gpu_s)`` shows, ``forward_gpu_s`` the GPU's work queued
+    behind the host in that stretch (the expert GEMMs' forward, and the dispatch all-to-all
+    where it follows the wait). The backward pass keeps the counts on the host (no second
+    wait), and the host's launches show only where they outlast the GPU's work on the layer,
+    ``backward_gpu_s``. The host's launches outside the MoE layer are not counted: a lower
+    bound on the host time. Array-friendly in every argument but the two costs.
 
     Returns ``{"host_forward_s", "host_backward_s", "forward_s", "backward_s", "total_s"}``.
     """
     n = check_array("local_experts", local_experts, minimum=1)
     c = check_positive("per_call_s", per_call_s, allow_zero=True)
+    op = check_positive("per_op_s", per_op_s, allow_zero=True)
     f_gpu = check_array("forward_gpu_s", forward_gpu_s)
     b_gpu = check_array("backward_gpu_s", backward_gpu_s)
-    host_f = n * EXPERT_LOOP_GEMMS["forward"] * c
-    host_b = n * EXPERT_LOOP_GEMMS["backward"] * c
+    if host_ops is None:
+        host_ops = {"forward": 0.0, "backward": 0.0}
+    if not isinstance(host_ops, dict) or set(host_ops) != {"forward", "backward"}:
+        raise ValueError(f"host_ops must be a dict with 'forward' and 'backward' launch counts "
+                         f"(moe_host_ops), got {host_ops!r}")
+    ops_f = check_array("host_ops['forward']", host_ops["forward"])
+    ops_b = check_array("host_ops['backward']", host_ops["backward"])
+    host_f = n * EXPERT_LOOP_GEMMS["forward"] * c + ops_f * op
+    host_b = n * EXPERT_LOOP_GEMMS["backward"] * c + ops_b * op
     fwd = np.maximum(host_f - f_gpu, 0.0)
     bwd = np.maximum(host_b - b_gpu, 0.0)
     return {"host_forward_s": _out(host_f), "host_backward_s": _out(host_b),

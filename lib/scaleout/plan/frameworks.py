@@ -67,6 +67,13 @@ expert_gemm_loop
     rather than in one grouped launch for all local experts (PyTorch's ``torch._grouped_mm``,
     DeepSeek's DeepGEMM). With few tokens per expert the host's issue time, not the GEMMs,
     sets the pace (:func:`scaleout.moe.expert_loop_exposed_s`).
+moe_host_sync
+    The framework's dropless MoE layer makes the host wait for the GPU once per forward pass
+    (the token counts copied to the host before the all-to-all), so the launches it issues
+    from Python after the wait run as they are issued: each at a measured host time per
+    eager operator (:func:`scaleout.moe.moe_host_ops`, :func:`scaleout.moe.host_op_cost`),
+    exposed where they outlast the GPU's work queued behind them
+    (:func:`scaleout.moe.expert_loop_exposed_s`).
 a2a_overlap
     The mixture-of-experts dispatch and combine all-to-alls overlapped with computation
     (Megatron-Core ``--overlap-moe-expert-parallel-comm``; DeepSeek's DualPipe): only the part
@@ -157,6 +164,7 @@ class Framework:
     cp_variant: str = ""
     expert_parallel: bool = False
     expert_gemm_loop: bool = False
+    moe_host_sync: bool = False
     a2a_overlap: bool = False
     pipeline_schedule: str = "1f1b"
     comm_sm_share: float = 0.0
@@ -327,9 +335,14 @@ _MEGATRON_CORE = Framework(
     grad_bucket_bytes=40e6 * 4, grad_overlap=True, param_gather_overlap=True,
     zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
     tp_overlap=True, p2p_overlap=True, hybrid_shard=True, cp_variant="ring",
-    expert_parallel=True, expert_gemm_loop=True, a2a_overlap=False,
+    expert_parallel=True, expert_gemm_loop=True, moe_host_sync=True, a2a_overlap=False,
     moe_dispatcher="alltoall",
     sources={
+        "moe_host_sync": "dropless routing: MoEAlltoAllTokenDispatcher copies the token counts "
+                         "to the host and waits (_maybe_dtoh_and_synchronize at "
+                         "'before_ep_alltoall', megatron/core/transformer/moe/"
+                         "token_dispatcher.py at Megatron-LM 92c8482e); the launches after the "
+                         "wait counted in scaleout.moe.MOE_HOST_OPS",
         "moe_dispatcher": "--moe-token-dispatcher-type alltoall, as Megatron Bridge's MoE "
                           "model providers set it (Qwen3MoEModelProvider, GPTOSSProvider at "
                           "5776a6d9); MoEAlltoAllTokenDispatcher in megatron/core/transformer/"

@@ -69,7 +69,11 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   busiest rank of a balanced random router); where the framework issues those GEMMs one per
   local expert from the host (:attr:`Framework.expert_gemm_loop`), the host's issue time
   beyond the GPU's work (:func:`scaleout.moe.expert_loop_exposed_s`, a measured cost per
-  GEMM from ``data/host_overheads.toml``), added to the layer's forward and backward; the
+  GEMM from ``data/host_overheads.toml``), and where its dropless layer makes the host wait
+  for the GPU (:attr:`Framework.moe_host_sync`), its other launches from Python after the wait
+  (:func:`scaleout.moe.moe_host_ops`, a measured host time per eager operator), against the
+  GPU's work queued behind them (the expert GEMMs, and the dispatch all-to-all where the
+  ``"alltoall"`` dispatcher waits before it), added to the layer's forward and backward; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
   ``b s/(cp tp)`` tokens a GPU routes, as the framework's dispatcher sends them: one copy per
@@ -260,6 +264,7 @@ class Context:
     fp8_achievable: float = 1.0
     quantize_bytes_per_token: float = 0.0
     expert_call_s: float = 0.0
+    host_op_s: float = 0.0
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
@@ -301,7 +306,8 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
                    cal.achievable_ratio(g, "fp8") if rec.fp8 else 1.0,
                    rec.quantize_bytes * sum(compute.linear_io_per_token(m).values()),
                    moe.expert_loop_cost().per_call_s if fw.expert_gemm_loop and m.is_moe
-                   else 0.0)
+                   else 0.0,
+                   moe.host_op_cost().per_op_s if fw.moe_host_sync and m.is_moe else 0.0)
 
 
 @dataclass(frozen=True)
@@ -504,11 +510,18 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
         gemm = gemm + experts["layer_expert_gemm_s"]
     fwd_layer = gemm + attention / x.tp / rate + mem_s / 3
     loop_s = np.zeros(np.shape(fwd_layer))
-    if ctx.experts is not None and ctx.expert_call_s:  # a host-bound loop of expert GEMMs
+    if ctx.experts is not None and (ctx.expert_call_s or ctx.host_op_s):  # host-bound MoE
         rest = fwd_layer - experts["layer_expert_gemm_s"]  # the layer's forward besides them
+        n_local = m.experts / x.ep
+        ops, behind = None, experts["moe_forward_gemm_s"]
+        if ctx.host_op_s:
+            ops = moe.moe_host_ops(n_local, x.ep, dispatcher=ctx.framework.moe_dispatcher,
+                                   fp8=ctx.recipe.fp8)
+            if ctx.framework.moe_dispatcher == "alltoall":  # waits before the dispatch,
+                behind = behind + _dispatch_s(ctx, x, experts["rank_imbalance"])  # runs behind
         loop = moe.expert_loop_exposed_s(
-            m.experts / x.ep, ctx.expert_call_s, experts["moe_forward_gemm_s"],
-            2 * rest + experts["moe_backward_gemm_s"])
+            n_local, ctx.expert_call_s, behind, 2 * rest + experts["moe_backward_gemm_s"],
+            host_ops=ops, per_op_s=ctx.host_op_s)
         loop_s = ctx.experts.moe_share * loop["total_s"] / 3  # forward-pass units, averaged
         fwd_layer = fwd_layer + loop_s
     scores = np.where(x.flash, 0.0, 5 * a * s * s * x.b / x.tp)  # Korthikanti's 5as^2b bytes
@@ -596,6 +609,40 @@ def context_parallel_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     return {"layer_cp_comm_s": out}
 
 
+def _ep_comm(ctx: Context, x: _Shape, rank_imbalance) -> dict[str, np.ndarray]:
+    """:func:`scaleout.moe.layer_comm_time` for every plan with ``ep > 1`` (zero elsewhere):
+    ``dispatch_s`` (one forward dispatch) and ``total_s`` (forward and backward, a forward
+    pair more under full recomputation), per MoE layer and micro-batch; the busiest rank
+    receives ``ρ`` times the mean, its receive side sets the pace."""
+    shape = np.shape(x.tp)
+    dispatch, total = np.zeros(shape), np.zeros(shape)
+    on = np.broadcast_to(x.ep > 1, shape)
+    if ctx.experts is None or not on.any():
+        return {"dispatch_s": dispatch, "total_s": total}
+    links, gpn = ctx.collectives.links, ctx.network.gpus_per_node
+    idx = np.flatnonzero(on)
+    ep = np.broadcast_to(x.ep, shape).ravel()[idx]
+    busiest = x.tokens / x.tp * rank_imbalance  # as if every GPU routed ρ times its tokens
+    tokens = np.broadcast_to(busiest, shape).ravel()[idx]
+    full = np.broadcast_to(x.rc == 2, shape).ravel()[idx]
+    d, t_all = np.zeros(idx.size), np.zeros(idx.size)
+    for e in np.unique(ep):
+        mask = ep == e
+        t = moe.layer_comm_time(ctx.model, tokens[mask], int(e), gpn, links.intra, links.inter,
+                                ctx.recipe, dispatcher=ctx.framework.moe_dispatcher)
+        d[mask] = t["dispatch_s"]
+        t_all[mask] = np.asarray(t["total_s"]) + np.where(full[mask], t["forward_s"], 0.0)
+    dispatch.ravel()[idx] = d
+    total.ravel()[idx] = t_all
+    return {"dispatch_s": dispatch, "total_s": total}
+
+
+def _dispatch_s(ctx: Context, x: _Shape, rank_imbalance) -> np.ndarray:
+    """Seconds of one forward dispatch all-to-all per MoE layer and micro-batch
+    (:func:`_ep_comm`)."""
+    return _ep_comm(ctx, x, rank_imbalance)["dispatch_s"]
+
+
 def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
                           ) -> dict[str, np.ndarray]:
     """Seconds of one MoE layer's dispatch and combine all-to-alls for one micro-batch, left
@@ -604,30 +651,12 @@ def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
     the busiest rank receiving ``ρ`` times the mean (``c["rank_imbalance"]``),
     forward and backward (a forward pair more under full recomputation); where the framework
     overlaps them, only what outlasts the layer's computation (forward and backward) shows."""
-    shape = np.shape(x.tp)
-    out = np.zeros(shape)
-    on = np.broadcast_to(x.ep > 1, shape)
-    if ctx.experts is None or not on.any():
-        return {"layer_ep_comm_s": out}
-    links, gpn = ctx.collectives.links, ctx.network.gpus_per_node
-    idx = np.flatnonzero(on)
-    ep = np.broadcast_to(x.ep, shape).ravel()[idx]
-    # the busiest rank receives ρ times the mean (moe.expected_rank_imbalance), its receive
-    # side sets the all-to-all's pace: as if every GPU routed ρ times its tokens
-    busiest = x.tokens / x.tp * c["rank_imbalance"]
-    tokens = np.broadcast_to(busiest, shape).ravel()[idx]
-    full = np.broadcast_to(x.rc == 2, shape).ravel()[idx]
-    total = np.zeros(idx.size)
-    for e in np.unique(ep):
-        mask = ep == e
-        t = moe.layer_comm_time(ctx.model, tokens[mask], int(e), gpn, links.intra, links.inter,
-                                ctx.recipe, dispatcher=ctx.framework.moe_dispatcher)
-        total[mask] = np.asarray(t["total_s"]) + np.where(full[mask], t["forward_s"], 0.0)
+    total = _ep_comm(ctx, x, c["rank_imbalance"])["total_s"]
     if ctx.framework.a2a_overlap:
-        hide = 3 * np.broadcast_to(c["layer_forward_s"], shape).ravel()[idx]
-        total = np.maximum(total - hide, 0.0)
-    out.ravel()[idx] = total
-    return {"layer_ep_comm_s": out}
+        shape = np.shape(total)
+        total = np.where(np.broadcast_to(x.ep > 1, shape), np.maximum(
+            total - 3 * np.broadcast_to(c["layer_forward_s"], shape), 0.0), total)
+    return {"layer_ep_comm_s": total}
 
 
 # =========================================================================== stages
