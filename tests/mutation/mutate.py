@@ -46,6 +46,7 @@ also_copy = ["data"]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = {deselect}
 do_not_mutate_patterns = {patterns}
+timeout_constant = {timeout}
 """
 
 #: Lines left unmutated unless ``--messages``: input checks and error messages (a ``check_*``
@@ -116,7 +117,8 @@ def prepare(module: str, target: dict[str, list[str]],
     (work / "pyproject.toml").write_text(
         PYPROJECT.format(only_mutate=json.dumps(only), tests=json.dumps(tests),
                          deselect=json.dumps(deselect),
-                         patterns=json.dumps([] if messages else list(MESSAGE_LINES))),
+                         patterns=json.dumps([] if messages else list(MESSAGE_LINES)),
+                         timeout=float(target.get("timeout_constant_s", 1.0))),
         encoding="utf-8")
     return work, tests
 

@@ -729,3 +729,91 @@ def test_a_multi_token_prediction_layer_has_experts_where_the_last_layer_has(n_l
         assert grown == 0.0
     else:
         assert grown == pytest.approx((ep_slow - ep_fast) / moe_layers / 3, rel=1e-9)
+
+
+# ------------------------------------------------------------------ bound and explain in words
+#: named links, so the sentences can say which one a part crosses
+NAMED = NodeNetwork(intra="NVLink 3", inter="InfiniBand HDR", gpus_per_node=8)
+
+
+@pytest.mark.parametrize(("part", "layout", "crosses"), [
+    ("tp_comm", {"tp": 8}, "NVLink 3 tensor-parallel all-reduces"),      # t = 8 fills a node
+    ("tp_comm", {"tp": 16}, "InfiniBand HDR tensor-parallel all-reduces"),
+    ("cp_comm", {"tp": 2, "cp": 4}, "NVLink 3 ring-attention exchange"),  # t c = 8
+    ("cp_comm", {"tp": 2, "cp": 8}, "InfiniBand HDR ring-attention exchange"),
+    ("ep_comm", {"dp": 8, "ep": 8}, "NVLink 3 all-to-all"),
+    ("ep_comm", {"dp": 16, "ep": 16}, "InfiniBand HDR all-to-all"),
+    # a stage of t c d = 4 GPUs shares its node with the next stage; one of 8 fills it
+    ("p2p", {"tp": 2, "dp": 2, "pp": 2}, "NVLink 3 pipeline sends"),
+    ("p2p", {"tp": 2, "dp": 4, "pp": 2}, "InfiniBand HDR pipeline sends"),
+    ("dp_comm", {"tp": 2, "dp": 4}, "NVLink 3 data-parallel collectives"),  # t c d = 8
+    ("dp_comm", {"tp": 2, "dp": 8}, "InfiniBand HDR data-parallel collectives"),
+])
+def test_bound_names_the_link_a_part_crosses(part, layout, crosses):
+    """A part of 10 s beside 1 s of forward and 2 s of backward compute is 10/13 = 77 % of the
+    step and compute 3/13 = 23 %; the part is named by the link its GPUs reach each other over:
+    a node's 8 GPUs over NVLink, more over the network."""
+    step = dict.fromkeys(plan.STEP_PARTS, 0.0) | {"forward": 1.0, "backward": 2.0, part: 10.0}
+    p = plan.Plan(global_batch=64, **layout)
+    name, share, sentence = plan.bound(step, p, NAMED)
+    assert (name, share) == (part, pytest.approx(10 / 13, rel=1e-12))
+    assert sentence == f"bound by the {crosses} (77% of the step), not by compute (23%)"
+
+
+@pytest.mark.parametrize(("part", "words"), [("bubble", "the pipeline bubble"),
+                                             ("optimizer", "the optimizer's HBM traffic")])
+def test_bound_names_the_parts_that_cross_no_link(part, words):
+    step = dict.fromkeys(plan.STEP_PARTS, 0.0) | {"forward": 1.0, "backward": 2.0, part: 10.0}
+    sentence = plan.bound(step, plan.Plan(global_batch=64, pp=2), NAMED)[2]
+    assert sentence == f"bound by {words} (77% of the step), not by compute (23%)"
+
+
+def test_bound_calls_a_measured_link_without_a_name_the_network():
+    """``NET``'s links are bare α-β pairs: the sentence says "network" (16 GPUs cross nodes)."""
+    step = dict.fromkeys(plan.STEP_PARTS, 0.0) | {"forward": 1.0, "backward": 2.0,
+                                                  "tp_comm": 10.0}
+    assert plan.bound(step, plan.Plan(global_batch=64, tp=16), NET)[2] == (
+        "bound by the network tensor-parallel all-reduces (77% of the step), not by compute (23%)")
+
+
+def test_explain_lists_the_parts_over_half_a_percent_and_the_runners_up_gap():
+    """Megatron 7.5B on 32 A100s at a batch of 1,024: the optimizer's step, a fixed cost, is
+    under half a percent of a 20-second step and is left out of the shares; each runner-up's
+    gap is its step over the best one's, less one, in percent; the layout sentence ends the
+    line when nothing else (cp, ep) is added."""
+    r = plan.search("megatron-7.5b", "A100", 32, 1024, NET, calibration=CAL,
+                    framework="megatron-lm-2021", max_micro_batch=1, max_interleave=1)
+    best = r.result(0)
+    step = best.step_s
+    assert 0 < best.step["optimizer"] < 0.005 * step < 1.0
+    lines = plan.explain(r, k=2).splitlines()
+    # a plain loop: every part of at least half a percent, the biggest first
+    kept = []
+    for part in sorted(plan.STEP_PARTS, key=lambda q: -best.step[q]):
+        if best.step[part] >= 0.005 * step:
+            kept.append(f"{plan.PART_WORDS[part]} {100 * best.step[part] / step:.0f}%")
+    assert lines[1] == "Its time goes to: " + ", ".join(kept) + "."
+    assert "optimizer" not in lines[1]
+    p = best.plan
+    assert lines[3] == (f"Tensor parallelism {p.tp} stays inside the 8-GPU NVLink domain; "
+                        f"{p.pp} pipeline stage(s) split the layers; {p.dp} data-parallel "
+                        "replica(s) split the batch.")
+    for rank in (1, 2):
+        gap = 100 * (r.result(rank).step_s / step - 1)
+        assert 0 < gap < 50
+        assert lines[3 + rank].startswith(f"#{rank + 1} {r.plan(rank).label}: {gap:.1f}% slower")
+
+
+@pytest.mark.parametrize(("ep", "where"), [(8, "inside a node"), (16, "over 2 nodes")])
+def test_explain_says_where_the_experts_sit(ep, where):
+    """Qwen3-30B-A3B's 128 experts on 32 GPUs of 8 a node: expert parallelism 8 keeps them in
+    one node, 16 spreads them over 16 / 8 = 2 nodes; each expert has t c d / e copies (the
+    winner's tensor, context and data-parallel GPUs over the expert-parallel ones)."""
+    r = plan.search("qwen3-30b-a3b", "H100", 32, 64, NET, calibration=CAL, max_micro_batch=1,
+                    max_interleave=1, ep_sizes=(ep,), sequence_parallel=(True,))
+    p = r.plan(0)
+    copies = p.tp * p.cp * p.dp // ep
+    assert p.ep == ep and copies >= 1
+    cop = "copy" if copies == 1 else "copies"
+    assert (f"; expert parallelism {ep} spreads the experts {where} ({copies} {cop} of each).\n"
+            in plan.explain(r, k=1))
