@@ -16,6 +16,8 @@ messages and presets table. Written to kill the planner's surviving mutants
 (``tests/MUTATION.md``).
 """
 
+import importlib
+
 import numpy as np
 import pytest
 from scaleout import plan
@@ -817,3 +819,22 @@ def test_explain_says_where_the_experts_sit(ep, where):
     cop = "copy" if copies == 1 else "copies"
     assert (f"; expert parallelism {ep} spreads the experts {where} ({copies} {cop} of each).\n"
             in plan.explain(r, k=1))
+
+
+def test_a_long_sequence_tries_every_ring_size_up_to_32_that_halves_evenly():
+    """Load-balanced ring attention cuts each sequence into 2c chunks, so c > 1 must divide
+    s / 2. At 131,072 = 2^17 tokens that leaves the powers of two, up to the search's cap of 32;
+    at 98,304 = 3 · 2^15 also 3, 6, 12 and 24. Below 32,768 tokens only 1."""
+    from scaleout import catalog
+    from scaleout.plan import frameworks
+    search = importlib.import_module("scaleout.plan.search")  # the module, not plan.search
+    m, fw = catalog.model("llama3-405b"), frameworks.framework("megatron-core")
+    assert search.default_cp_sizes(m, 131072, fw) == (1, 2, 4, 8, 16, 32)
+    assert search.default_cp_sizes(m, 98304, fw) == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+    assert search.default_cp_sizes(m, 16384, fw) == (1,)
+
+
+@pytest.mark.parametrize("empty", ["zero_stages", "recompute", "sequence_parallel"])
+def test_a_search_needs_at_least_one_option_of_each_kind(empty):
+    with pytest.raises(ValueError, match="must each offer at least one option"):
+        plan.search("megatron-7.5b", "A100", 32, 64, NET, **{empty: ()})
