@@ -838,3 +838,35 @@ def test_a_long_sequence_tries_every_ring_size_up_to_32_that_halves_evenly():
 def test_a_search_needs_at_least_one_option_of_each_kind(empty):
     with pytest.raises(ValueError, match="must each offer at least one option"):
         plan.search("megatron-7.5b", "A100", 32, 64, NET, **{empty: ()})
+
+
+def test_without_flash_attention_a_long_sequence_tries_no_context_parallelism():
+    """Ring attention runs attention block by block, which needs flash attention: at 65,536
+    tokens without it only cp = 1 is tried, so 7 GPUs still split 3 ways (7-way TP, PP, DP)."""
+    with pytest.raises(plan.NoPlanError) as err:
+        plan.search("megatron-7.5b", "A100", 7, 64, uneven_layers=False, seq_len=65536)
+    assert "of the 3 ways to split 7 GPUs" in str(err.value)
+
+
+def test_the_closest_plan_of_a_search_that_fits_nowhere_keeps_the_reserve_it_was_given():
+    """Llama 3 405B on 8 A100s of 40 GiB fits nowhere; a reserve of 3 GiB instead of 1 makes
+    the closest plan need 2 GiB more and be 2 GiB further short."""
+    short = {}
+    for reserve in (1.0, 3.0):
+        with pytest.raises(plan.NoPlanError) as err:
+            plan.search("llama3-405b", "A100-SXM4-40GB", 8, 8, reserve_gib=reserve)
+        closest = err.value.closest
+        short[reserve] = (closest.plan.label, closest.memory_bytes / 2**30, closest.shortfall_gib)
+        assert f"{closest.shortfall_gib:.1f} GiB short" in str(err.value)
+    assert short[1.0][0] == short[3.0][0]
+    assert short[3.0][1] - short[1.0][1] == pytest.approx(2.0, rel=1e-9)
+    assert short[3.0][2] - short[1.0][2] == pytest.approx(2.0, rel=1e-9)
+
+
+def test_a_search_records_whether_attention_was_flash():
+    """The command line reports the search's flash-attention setting from its result."""
+    for flash in (True, False):
+        r = plan.search("megatron-7.5b", "A100", 8, 16, NET, calibration=CAL,
+                        flash_attention=flash, max_micro_batch=1, max_interleave=1)
+        assert r.flash_attention is flash
+        assert r.plan(0).flash_attention is flash
