@@ -4,9 +4,11 @@ overlaps, stages of unequal layers, the memory a real run reserves)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from scaleout import catalog, plan
+from scaleout import catalog, compute, plan
 from scaleout.plan import published, validation
 from scaleout.units import GIB
 
@@ -205,3 +207,87 @@ def test_the_logits_the_loss_keeps_depend_on_the_framework():
 def test_the_batch_message_suggests_what_works():
     with pytest.raises(ValueError, match=r"nearest batches that are: 992 or 1,008; or dp in "):
         plan.Plan(dp=16, global_batch=1000)
+
+
+# ------------------------------------------------- published numbers read back by hand
+def _case(label: str) -> published.Case:
+    every, _ = published.cases()
+    return next(c for c in every if c.label == label)
+
+
+def test_a_tflops_by_eq3_row_reads_back_as_seconds_per_iteration_by_hand():
+    """Narayanan et al. 2021, Table 1: the 1T model (l = 128, h = 25,600, V = 51,200,
+    s = 2,048) at a batch of 3,072 on 3,072 GPUs, 163 TFLOP/s per GPU. Their Eq. 3 counts
+    F = 96 B s l h² (1 + s/6h + V/16lh) FLOPs an iteration, so one iteration takes
+    F / (163 × 10^12 × 3,072) = 102.63 s."""
+    case = _case("megatron-1t on 3,072 GPUs")
+    m = case.model
+    assert (m.n_layers, m.hidden, m.vocab, m.seq_len) == (128, 25600, 51200, 2048)
+    B, s, n, l, h, V = 3072, 2048, 3072, 128, 25600, 51200
+    flops = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    assert validation._printed_step_s(case) == pytest.approx(flops / (163e12 * n), rel=1e-12)
+    assert validation._printed_step_s(case) == pytest.approx(102.63, abs=0.005)
+
+
+def test_a_model_flops_row_reads_back_as_about_6n_flops_a_token():
+    """Llama 3 405B (Dubey et al. 2024, Table 4): 400 TFLOP/s per GPU on 16,384 GPUs, batches
+    of 2,048 sequences of 8,192 tokens. Read back as a step, the FLOPs per token it implies,
+    step × 400e12 × 16,384 / (2,048 × 8,192), are 6N (N = 405.9 billion, Kaplan et al.'s
+    count) plus attention's 12 l h s = 12 × 126 × 16,384 × 8,192 = 0.2 × 10^15: between 6N
+    and 1.2 × 6N."""
+    case = _case("405B, 8K context, 16,384 GPUs")
+    step = validation._printed_step_s(case)
+    per_token = step * 400e12 * 16384 / (2048 * 8192)
+    six_n = 6 * 405.9e9
+    assert six_n < per_token < 1.2 * six_n
+    attention = 12 * 126 * 16384 * 8192
+    assert per_token - six_n == pytest.approx(attention, rel=0.25)
+
+
+def test_the_constant_mfu_baseline_is_the_grid_minimum_of_a_plain_loop():
+    """The baseline's one MFU, searched on 0.200, 0.201, ..., 0.700: the mean over the
+    training sources of each source's root-mean-square log error (the planner's objective),
+    with each case's step at that MFU taken as its step at peak BF16 over the MFU."""
+    every, _ = published.cases()
+    by_source: dict[str, list[float]] = {}
+    for c in every:
+        if c.source in published.TRAINING:
+            s = c.plan.seq_len or c.model.seq_len
+            peak = (compute.flops_per_token(c.model, s) * c.plan.global_batch * s
+                    / (catalog.gpu(c.gpu).bf16_dense_flops * c.plan.n_gpus))
+            by_source.setdefault(c.source, []).append(
+                math.log(peak / (validation._printed_step_s(c) * c.goodput)))
+    best, best_score = None, math.inf
+    for k in range(501):
+        mfu = 0.2 + k / 1000
+        score = sum(math.sqrt(sum((x - math.log(mfu)) ** 2 for x in xs) / len(xs))
+                    for xs in by_source.values()) / len(by_source)
+        if score < best_score - 1e-15:
+            best, best_score = mfu, score
+    assert set(by_source) == set(published.TRAINING)
+    assert 0.2 < best < 0.7  # an interior minimum
+    assert validation.fit_baseline() == pytest.approx(best, abs=1e-12)
+
+
+def test_zero3_falls_and_ptd_p_holds_as_gpus_grow_at_a_fixed_batch():
+    """Narayanan et al. 2021, Table 2: TFLOP/s per GPU at a fixed global batch. ZeRO-3
+    (DeepSpeed) 175B: 144, 88, 44 on 384, 768, 1,536 GPUs; 530B: 138, 98, 48 on 640, 1,120,
+    2,240. PTD-P 175B: 153, 149, 141; 530B: 171, 167, 159 on 560, 1,120, 2,240. The predicted
+    series keep the trend: ZeRO-3 loses more than half from its smallest to its largest count,
+    PTD-P less than a tenth."""
+    series = validation.scaling_series()
+    paper = {
+        "korthikanti-175b, deepspeed-2021": ([384, 768, 1536], [144, 88, 44]),
+        "megatron-529.6b, deepspeed-2021": ([640, 1120, 2240], [138, 98, 48]),
+        "korthikanti-175b, megatron-lm-2021": ([384, 768, 1536], [153, 149, 141]),
+        "megatron-529.6b, megatron-lm-2021": ([560, 1120, 2240], [171, 167, 159]),
+    }
+    assert set(series) == set(paper)
+    for key, (gpus, tflops) in paper.items():
+        assert series[key]["gpus"].tolist() == gpus
+        assert series[key]["published"].tolist() == tflops
+        first, last = series[key]["predicted"][[0, -1]]
+        if "deepspeed" in key:
+            assert last / first < 0.5
+        else:
+            assert 0.9 < last / first < 1.0
