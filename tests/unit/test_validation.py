@@ -5,6 +5,8 @@ overlaps, stages of unequal layers, the memory a real run reserves)."""
 from __future__ import annotations
 
 import math
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -291,3 +293,54 @@ def test_zero3_falls_and_ptd_p_holds_as_gpus_grow_at_a_fixed_batch():
             assert last / first < 0.5
         else:
             assert 0.9 < last / first < 1.0
+
+
+def _raw(name: str) -> dict:
+    """A published source's data file, read directly (not through the library)."""
+    path = Path(__file__).resolve().parents[2] / "data" / "published" / f"{name}.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def test_narayanan_table2_runs_become_cases_as_the_paper_names_them():
+    """Each ZeRO-3 run of the data file is DeepSpeed at ZeRO stage 3, each PTD-P run
+    Megatron-LM; both report TFLOP/s per GPU counted by Eq. 3; each case keeps the file's
+    assumptions and published number."""
+    raw = _raw("narayanan2021_table2_zero3")["run"]
+    got = [c for c in published.cases()[0] if c.source == "narayanan2021_table2_zero3"]
+    assert len(got) == len(raw) == 12
+    assert sum(r["scheme"] == "zero3" for r in raw) == 6
+    for run, case in zip(raw, got, strict=True):
+        zero3 = run["scheme"] == "zero3"
+        assert case.framework == ("deepspeed-2021" if zero3 else "megatron-lm-2021")
+        assert case.plan.zero_stage == (3 if zero3 else run.get("zero_stage", 0))
+        assert case.label == (f"{run['model']}, {'ZeRO-3' if zero3 else 'PTD-P'} on "
+                              f"{run['gpus']:,} GPUs")
+        assert case.quantity == "TFLOP/s per GPU (Eq. 3)"
+        assert case.assumed == tuple(run["assumed"]) and case.assumed
+        assert case.published == run["achieved_tflops_per_gpu"]
+
+
+def test_megascale_rows_left_out_say_why():
+    """MegaScale's own rows (its model differs: parallel block, sliding-window attention) and
+    the Megatron-LM rows without an iteration time are left out, each with its reason."""
+    raw = _raw("megascale_table2")["run"]
+    own = [r for r in raw if r["method"] != "megatron-lm"]
+    no_time = [r for r in raw if r["method"] == "megatron-lm" and "seconds_per_iteration" not in r]
+    left = [s for s in published.cases()[1] if s.startswith("MegaScale 2024")]
+    assert own and no_time and len(left) == len(own) + len(no_time)
+    assert sum(s.endswith("MegaScale's own model (parallel block, sliding-window attention)")
+               for s in left) == len(own)
+    assert sum(s.endswith("no iteration time") for s in left) == len(no_time)
+
+
+def test_the_baseline_scales_times_and_costs_with_the_step_and_rates_against_it():
+    """Halving the constant MFU doubles every step: an iteration time and a GPU-hours cost
+    double, a throughput (TFLOP/s, tokens/s) halves."""
+    every, _ = published.cases()
+    picks = {q: next(c for c in every if c.quantity == q) for q in (
+        "s/iteration", "H800 GPU-hours per 10^12 tokens", "tokens/s per GPU",
+        "TFLOP/s per GPU (Eq. 3)")}
+    for quantity, case in picks.items():
+        slow, fast = (validation.baseline_rows(mfu, [case])[0].predicted for mfu in (0.2, 0.4))
+        ratio = 2.0 if quantity in ("s/iteration", "H800 GPU-hours per 10^12 tokens") else 0.5
+        assert slow / fast == pytest.approx(ratio, rel=1e-12), quantity
