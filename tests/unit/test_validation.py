@@ -386,3 +386,40 @@ def test_deepseek_v3s_gpu_hours_are_the_steady_state_over_the_goodput():
     steady = 2048 * r.step_s / 3600 * 1e12 / (15360 * 4096)
     assert 0.95 < ds.goodput < 1.0
     assert ds.predict(r) == pytest.approx(steady / ds.goodput, rel=1e-12)
+
+
+def test_the_validation_table_of_given_rows_by_hand():
+    """Two tables of made-up rows: each under its title and quantity, the columns right-aligned
+    (published and predicted to two decimals, the error signed to one), then each table's mean
+    and worst |error|: (10 + 5) / 2 = 7.5 % and 10 %; 0 % for the exact row."""
+    row = validation.ValidationRow
+    rows = [row("Paper A, Table 1", "x on 8 GPUs", "s/iteration", 10.0, 11.0),
+            row("Paper B", "z", "tokens/s per GPU", 100.0, 100.0),
+            row("Paper A, Table 1", "y", "s/iteration", 20.0, 19.0)]
+    head = "  case" + " " * 10 + "published" + " " * 3 + "predicted" + " " * 4 + "error"
+    assert plan.validation_table(rows).splitlines() == [
+        "Paper A, Table 1  (s/iteration)",
+        head,
+        "  x on 8 GPUs" + " " * 7 + "10.00" + " " * 7 + "11.00" + " " * 3 + "+10.0%",
+        "  y" + " " * 17 + "20.00" + " " * 7 + "19.00" + " " * 4 + "-5.0%",
+        "  mean |error| 7.5%, worst 10.0% over 2 cases",
+        "",
+        "Paper B  (tokens/s per GPU)",
+        head,
+        "  z" + " " * 16 + "100.00" + " " * 6 + "100.00" + " " * 4 + "+0.0%",
+        "  mean |error| 0.0%, worst 0.0% over 1 cases",
+    ]
+
+
+def test_the_full_table_names_its_summary_rows_and_groups_what_it_left_out(cv):
+    """The summary rows of the cross-validation, each by its label; the runs the planner cannot
+    represent counted by source and reason: MegaScale's own method's rows (the data file's
+    rows with ``method = "megascale"``) under one line."""
+    text = plan.validation_table()
+    for label in ("all fitted", "all held out", "held out, dense 16-bit",
+                  "held out, MoE / FP8 / CP", "all left out"):
+        assert any(line.startswith(f"  {label}  ") for line in text.splitlines()), label
+    own = sum(r["method"] == "megascale" for r in _raw("megascale_table2")["run"])
+    assert own == 11
+    assert (f"  {own:>3} × MegaScale 2024, Table 2 (Megatron-LM rows): MegaScale's own model "
+            "(parallel block, sliding-window attention)") in text.splitlines()
