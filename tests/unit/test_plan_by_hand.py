@@ -870,3 +870,55 @@ def test_a_search_records_whether_attention_was_flash():
                         flash_attention=flash, max_micro_batch=1, max_interleave=1)
         assert r.flash_attention is flash
         assert r.plan(0).flash_attention is flash
+
+
+@pytest.mark.parametrize("bucket", [BUCKET, 1e15])
+def test_zero1_of_a_mixture_of_experts_shards_expert_state_over_their_copies(bucket):
+    """ZeRO-1 of Qwen3-30B-A3B on one node (4-way expert, 8-way data parallelism, overlaps
+    off): the non-expert gradients reduce-scattered and weights all-gathered over the 8 ranks,
+    the routed experts' over their tp·dp/ep = 2 copies, 2 bytes a value both ways, in
+    ceil(bytes / bucket) calls each paying the ring's latencies: 160 MB buckets, or one call
+    each when a bucket holds everything."""
+    from dataclasses import replace
+
+    routed = 48 * 128 * 3 * 2048 * 768 / 4  # the routed experts one GPU holds
+    fw = replace(plan.framework("megatron-core"), grad_bucket_bytes=bucket)
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8, zero_stage=1), NET,
+        calibration=CAL, framework=fw, switches=MCORE_PLAIN["switches"])
+    dense, experts = 2 * (result.stages[0].params - routed), 2 * routed
+    k_dense, k_experts = max(-(-dense // bucket), 1), max(-(-experts // bucket), 1)
+    # about 3.0 GB and 14.5 GB: 19 or 20 and 91 buckets of 160 MB, or one call each
+    assert (min(k_dense, k_experts) > 10) if bucket == BUCKET else (k_dense, k_experts) == (1, 1)
+    bw = B_IN * EFF
+    one_way = (k_dense * 7 * A_IN + 7 / 8 * dense / bw) + (k_experts * A_IN + experts / 2 / bw)
+    assert result.step["dp_comm"] == pytest.approx(2 * one_way, rel=1e-12)
+
+
+def test_overlapping_the_buckets_with_compute_can_only_hide_time():
+    """With Megatron-Core's gradient and weight-gather overlap on, the same buckets run while
+    the backward pass (and the next forward) compute: what shows is at most what shows without
+    overlap, and at least one bucket's call (Li et al. 2020, Sec. 3.2.3)."""
+    layout = plan.Plan(tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8, zero_stage=1)
+    slow = NodeNetwork(intra=AlphaBeta(A_IN, 2e9), inter=AlphaBeta(A_OUT, 2e9), gpus_per_node=8)
+    plain = plan.evaluate("qwen3-30b-a3b", "H100", layout, slow, calibration=CAL, **MCORE_PLAIN)
+    overlap = plan.evaluate("qwen3-30b-a3b", "H100", layout, slow, calibration=CAL,
+                            framework="megatron-core")
+    one_bucket = 7 * A_IN + 7 / 8 * BUCKET / (2e9 * EFF)  # a full bucket over the 8 ranks
+    assert one_bucket < overlap.step["dp_comm"] < plain.step["dp_comm"]
+
+
+def test_a_result_names_its_model_and_gpu():
+    result = _evaluate()
+    assert (result.model, result.gpu) == ("gpt3-175b", "A100-SXM4-80GB")
+
+
+def test_a_gpu_whose_scale_up_fabric_is_not_in_the_catalog_gets_its_datasheet_figure():
+    """A GPU spec naming a scale-up fabric the catalog lacks is priced from its own figure:
+    123 GB/s per direction and the 0.5 µs step latency of the catalog's NVLink entries."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    g = replace(catalog.gpu("A100"), scaleup_link="a made-up fabric", scaleup_gbytes_s=123.0)
+    assert plan.default_network(g).intra == AlphaBeta(0.5e-6, 123e9)
