@@ -423,3 +423,30 @@ def test_the_full_table_names_its_summary_rows_and_groups_what_it_left_out(cv):
     assert own == 11
     assert (f"  {own:>3} × MegaScale 2024, Table 2 (Megatron-LM rows): MegaScale's own model "
             "(parallel block, sliding-window attention)") in text.splitlines()
+
+
+def test_each_fitting_round_moves_on_from_where_the_last_stopped():
+    """Coordinate descent from a corner of the grid (the lowest GEMM efficiency and half-size)
+    on Korthikanti et al.'s rows: while a round moves a number, the next round can improve on
+    it, so one, two and three rounds score strictly better each; the default is three."""
+    from dataclasses import replace
+
+    corner = replace(plan.DEFAULT_CALIBRATION, gemm_efficiency=validation.GRID[
+        "gemm_efficiency"][0], gemm_half_dim=validation.GRID["gemm_half_dim"][0])
+    src = ["korthikanti_table5"]
+    one, two, three = (validation.fit_calibration(src, start=corner, rounds=r)
+                       for r in (1, 2, 3))
+    assert one[1] > two[1] > three[1]
+    assert validation.fit_calibration(src, start=corner) == three
+
+
+def test_log_step_errors_are_of_the_step_whatever_the_quantity():
+    """log(predicted step / published step): a time or a cost 10 % above the published one is
+    a step 10 % too long; a throughput 10 % above it is a step 1/1.1 as long."""
+    row = validation.ValidationRow
+    errs = validation._log_step_errors([
+        row("t", "a", "s/iteration", 10.0, 11.0, source="x"),
+        row("t", "b", "H800 GPU-hours per 10^12 tokens", 10.0, 11.0, source="x"),
+        row("t", "c", "tokens/s per GPU", 10.0, 11.0, source="x")])
+    assert errs["x"].tolist() == pytest.approx([math.log(1.1), math.log(1.1), -math.log(1.1)],
+                                               rel=1e-12)
