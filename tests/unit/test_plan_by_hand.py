@@ -922,3 +922,45 @@ def test_a_gpu_whose_scale_up_fabric_is_not_in_the_catalog_gets_its_datasheet_fi
 
     g = replace(catalog.gpu("A100"), scaleup_link="a made-up fabric", scaleup_gbytes_s=123.0)
     assert plan.default_network(g).intra == AlphaBeta(0.5e-6, 123e9)
+
+
+def test_a_last_stage_heavier_than_the_others_sets_the_pace_with_fewer_layers():
+    """GPT-3 on 7 stages (1F1B) with a vocabulary that makes the output layer 2.1 layers'
+    time: a plain loop over every last-stage count finds 12 last layers and 14 on each other
+    stage (84 / 6), the last at 12 + 2.1 = 14.1 layers' time against 14 (11 last layers would
+    leave 15 a stage; 13 would make the last 15.1). The last stage is the busiest with fewer
+    layers than the others: its 12 layers' tensor-parallel all-reduces and forward show."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    fwd, head1 = _layer_forward_s(8, 1), _head_s(8, 1)
+    tp_layer = 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    per_layer = 4 * fwd + tp_layer
+    vocab = round(V * 2.1 * per_layer / head1)
+    head = head1 * vocab / V
+    pp = 7
+    paces = {last: max(-(-(L - last) // (pp - 1)) * per_layer, last * per_layer + head)
+             for last in range(L - pp + 2)}
+    assert min(paces, key=paces.get) == 12
+    result = plan.evaluate(replace(catalog.model("gpt3-175b"), vocab=vocab), "A100", plan.Plan(
+        tp=8, pp=pp, dp=1, micro_batch=1, global_batch=64, sp=False, recompute="full"), NET,
+        calibration=CAL, framework="megatron-lm-2021")
+    assert [s.layers for s in result.stages] == [14] * 6 + [12]
+    assert result.step["tp_comm"] == pytest.approx(64 * 12 * tp_layer, rel=1e-12)
+    assert result.step["forward"] == pytest.approx(64 * (12 * fwd + head / 3), rel=1e-9)
+
+
+@pytest.mark.parametrize("zero_stage", [0, 1])
+def test_the_optimizer_step_of_a_mixture_of_experts_reads_every_state_it_holds(zero_stage):
+    """An Adam step moves 28 bytes a parameter through HBM (fp32 master, momentum, variance
+    and the 16-bit gradient read, the states and the 16-bit weight written): for Qwen3-30B-A3B
+    on 8 H100s (3,350 GB/s) with 4-way expert parallelism, every parameter one GPU holds, or
+    under ZeRO-1 the non-expert ones' eighth and the routed experts' half (their 2 copies)."""
+    routed = 48 * 128 * 3 * 2048 * 768 / 4
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8, zero_stage=zero_stage), NET,
+        calibration=CAL, **MCORE_PLAIN)
+    dense = result.stages[0].params - routed
+    held = dense + routed if zero_stage == 0 else dense / 8 + routed / 2
+    assert result.step["optimizer"] == pytest.approx(28 * held / 3350e9, rel=1e-12)
