@@ -964,3 +964,16 @@ def test_the_optimizer_step_of_a_mixture_of_experts_reads_every_state_it_holds(z
     dense = result.stages[0].params - routed
     held = dense + routed if zero_stage == 0 else dense / 8 + routed / 2
     assert result.step["optimizer"] == pytest.approx(28 * held / 3350e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(("intra", "hw"), [("PCIe Gen4 x16", "pci"), ("NVLink 3", "nvlink")])
+def test_a_server_without_nvlink_is_priced_as_pcie_by_nccls_model(intra, hw):
+    """A node joined by PCIe (a host link in the catalog) runs NCCL's PCIe algorithms and
+    latencies, one joined by NVLink its NVLink ones."""
+    from scaleout import catalog
+
+    network = importlib.import_module("scaleout.plan.network")
+    net = NodeNetwork(intra=intra, inter="InfiniBand HDR", gpus_per_node=8)
+    model = network.collective_model(net, network.derated_links(net, 1.0), catalog.gpu("A100"),
+                                     True)
+    assert model.intra_hw == hw
