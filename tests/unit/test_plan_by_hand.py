@@ -841,11 +841,16 @@ def test_a_search_needs_at_least_one_option_of_each_kind(empty):
 
 
 def test_without_flash_attention_a_long_sequence_tries_no_context_parallelism():
-    """Ring attention runs attention block by block, which needs flash attention: at 65,536
-    tokens without it only cp = 1 is tried, so 7 GPUs still split 3 ways (7-way TP, PP, DP)."""
-    with pytest.raises(plan.NoPlanError) as err:
-        plan.search("megatron-7.5b", "A100", 7, 64, uneven_layers=False, seq_len=65536)
-    assert "of the 3 ways to split 7 GPUs" in str(err.value)
+    """Ring attention runs attention block by block, which needs flash attention. 14 GPUs
+    (2 × 7) split 3 × 3 = 9 ways into TP × PP × DP (each prime goes to one of the three);
+    at 65,536 tokens with flash attention context parallelism 2 adds the 3 splits of the
+    other 7 GPUs: 12 ways; without it only cp = 1 is tried: 9. None is valid for Megatron
+    7.5B at a batch of 64, so the message counts them."""
+    for flash, ways in ((False, 9), (True, 12)):
+        with pytest.raises(plan.NoPlanError) as err:
+            plan.search("megatron-7.5b", "A100", 14, 64, uneven_layers=False, seq_len=65536,
+                        flash_attention=flash)
+        assert f"of the {ways} ways to split 14 GPUs" in str(err.value)
 
 
 def test_the_closest_plan_of_a_search_that_fits_nowhere_keeps_the_reserve_it_was_given():
