@@ -46,6 +46,7 @@ also_copy = ["data"]
 pytest_add_cli_args_test_selection = {tests}
 pytest_add_cli_args = {deselect}
 do_not_mutate_patterns = {patterns}
+timeout_constant = {timeout}
 """
 
 #: Lines left unmutated unless ``--messages``: input checks and error messages (a ``check_*``
@@ -58,11 +59,14 @@ MESSAGE_LINES = (r"\bcheck_\w+\(", r"raise \w+\(", r'^\s*f?"[^"]*"\s*\)*,?\s*$')
 #: Appended to the scratch copy's ``tests/conftest.py``. mutmut runs each mutant's tests in a
 #: process forked from one that has already run the clean tests, so a ``functools`` cache
 #: filled there (``plan.network.linear_cost``, the planner's validation table) would answer
-#: for the mutated code: its mutants would survive without ever running. Each test session
-#: therefore starts with the library's caches empty.
+#: for the mutated code: its mutants would survive without ever running. And mutmut learns
+#: which tests reach which function by recording the calls while the clean tests run: under
+#: a cache only the first test to call ``published.cases()`` or ``cross_validation()`` reaches
+#: the functions beneath, so their mutants were run against that one test alone. The caches
+#: are therefore emptied at the start of the session and before every test.
 FRESH_CACHES = """
 
-def pytest_sessionstart(session):
+def _empty_scaleout_caches():
     \"\"\"Empty every functools cache of the library (added by tests/mutation/mutate.py).\"\"\"
     import sys
 
@@ -71,6 +75,14 @@ def pytest_sessionstart(session):
             for value in list(vars(module).values()):
                 if callable(getattr(value, "cache_clear", None)):
                     value.cache_clear()
+
+
+def pytest_sessionstart(session):
+    _empty_scaleout_caches()
+
+
+def pytest_runtest_setup(item):
+    _empty_scaleout_caches()
 """
 
 
@@ -116,7 +128,8 @@ def prepare(module: str, target: dict[str, list[str]],
     (work / "pyproject.toml").write_text(
         PYPROJECT.format(only_mutate=json.dumps(only), tests=json.dumps(tests),
                          deselect=json.dumps(deselect),
-                         patterns=json.dumps([] if messages else list(MESSAGE_LINES))),
+                         patterns=json.dumps([] if messages else list(MESSAGE_LINES)),
+                         timeout=float(target.get("timeout_constant_s", 1.0))),
         encoding="utf-8")
     return work, tests
 

@@ -16,6 +16,8 @@ messages and presets table. Written to kill the planner's surviving mutants
 (``tests/MUTATION.md``).
 """
 
+import importlib
+
 import numpy as np
 import pytest
 from scaleout import plan
@@ -729,3 +731,254 @@ def test_a_multi_token_prediction_layer_has_experts_where_the_last_layer_has(n_l
         assert grown == 0.0
     else:
         assert grown == pytest.approx((ep_slow - ep_fast) / moe_layers / 3, rel=1e-9)
+
+
+# ------------------------------------------------------------------ bound and explain in words
+#: named links, so the sentences can say which one a part crosses
+NAMED = NodeNetwork(intra="NVLink 3", inter="InfiniBand HDR", gpus_per_node=8)
+
+
+@pytest.mark.parametrize(("part", "layout", "crosses"), [
+    ("tp_comm", {"tp": 8}, "NVLink 3 tensor-parallel all-reduces"),      # t = 8 fills a node
+    ("tp_comm", {"tp": 16}, "InfiniBand HDR tensor-parallel all-reduces"),
+    ("cp_comm", {"tp": 2, "cp": 4}, "NVLink 3 ring-attention exchange"),  # t c = 8
+    ("cp_comm", {"tp": 2, "cp": 8}, "InfiniBand HDR ring-attention exchange"),
+    ("ep_comm", {"dp": 8, "ep": 8}, "NVLink 3 all-to-all"),
+    ("ep_comm", {"dp": 16, "ep": 16}, "InfiniBand HDR all-to-all"),
+    # a stage of t c d = 4 GPUs shares its node with the next stage; one of 8 fills it
+    ("p2p", {"tp": 2, "dp": 2, "pp": 2}, "NVLink 3 pipeline sends"),
+    ("p2p", {"tp": 2, "dp": 4, "pp": 2}, "InfiniBand HDR pipeline sends"),
+    ("dp_comm", {"tp": 2, "dp": 4}, "NVLink 3 data-parallel collectives"),  # t c d = 8
+    ("dp_comm", {"tp": 2, "dp": 8}, "InfiniBand HDR data-parallel collectives"),
+])
+def test_bound_names_the_link_a_part_crosses(part, layout, crosses):
+    """A part of 10 s beside 1 s of forward and 2 s of backward compute is 10/13 = 77 % of the
+    step and compute 3/13 = 23 %; the part is named by the link its GPUs reach each other over:
+    a node's 8 GPUs over NVLink, more over the network."""
+    step = dict.fromkeys(plan.STEP_PARTS, 0.0) | {"forward": 1.0, "backward": 2.0, part: 10.0}
+    p = plan.Plan(global_batch=64, **layout)
+    name, share, sentence = plan.bound(step, p, NAMED)
+    assert (name, share) == (part, pytest.approx(10 / 13, rel=1e-12))
+    assert sentence == f"bound by the {crosses} (77% of the step), not by compute (23%)"
+
+
+@pytest.mark.parametrize(("part", "words"), [("bubble", "the pipeline bubble"),
+                                             ("optimizer", "the optimizer's HBM traffic")])
+def test_bound_names_the_parts_that_cross_no_link(part, words):
+    step = dict.fromkeys(plan.STEP_PARTS, 0.0) | {"forward": 1.0, "backward": 2.0, part: 10.0}
+    sentence = plan.bound(step, plan.Plan(global_batch=64, pp=2), NAMED)[2]
+    assert sentence == f"bound by {words} (77% of the step), not by compute (23%)"
+
+
+def test_bound_calls_a_measured_link_without_a_name_the_network():
+    """``NET``'s links are bare α-β pairs: the sentence says "network" (16 GPUs cross nodes)."""
+    step = dict.fromkeys(plan.STEP_PARTS, 0.0) | {"forward": 1.0, "backward": 2.0,
+                                                  "tp_comm": 10.0}
+    assert plan.bound(step, plan.Plan(global_batch=64, tp=16), NET)[2] == (
+        "bound by the network tensor-parallel all-reduces (77% of the step), not by compute (23%)")
+
+
+def test_explain_lists_the_parts_over_half_a_percent_and_the_runners_up_gap():
+    """Megatron 7.5B on 32 A100s at a batch of 1,024: the optimizer's step, a fixed cost, is
+    under half a percent of a 20-second step and is left out of the shares; each runner-up's
+    gap is its step over the best one's, less one, in percent; the layout sentence ends the
+    line when nothing else (cp, ep) is added."""
+    r = plan.search("megatron-7.5b", "A100", 32, 1024, NET, calibration=CAL,
+                    framework="megatron-lm-2021", max_micro_batch=1, max_interleave=1)
+    best = r.result(0)
+    step = best.step_s
+    assert 0 < best.step["optimizer"] < 0.005 * step < 1.0
+    lines = plan.explain(r, k=2).splitlines()
+    # a plain loop: every part of at least half a percent, the biggest first
+    kept = []
+    for part in sorted(plan.STEP_PARTS, key=lambda q: -best.step[q]):
+        if best.step[part] >= 0.005 * step:
+            kept.append(f"{plan.PART_WORDS[part]} {100 * best.step[part] / step:.0f}%")
+    assert lines[1] == "Its time goes to: " + ", ".join(kept) + "."
+    assert "optimizer" not in lines[1]
+    p = best.plan
+    assert lines[3] == (f"Tensor parallelism {p.tp} stays inside the 8-GPU NVLink domain; "
+                        f"{p.pp} pipeline stage(s) split the layers; {p.dp} data-parallel "
+                        "replica(s) split the batch.")
+    for rank in (1, 2):
+        gap = 100 * (r.result(rank).step_s / step - 1)
+        assert 0 < gap < 50
+        assert lines[3 + rank].startswith(f"#{rank + 1} {r.plan(rank).label}: {gap:.1f}% slower")
+
+
+@pytest.mark.parametrize(("ep", "where"), [(8, "inside a node"), (16, "over 2 nodes")])
+def test_explain_says_where_the_experts_sit(ep, where):
+    """Qwen3-30B-A3B's 128 experts on 32 GPUs of 8 a node: expert parallelism 8 keeps them in
+    one node, 16 spreads them over 16 / 8 = 2 nodes; each expert has t c d / e copies (the
+    winner's tensor, context and data-parallel GPUs over the expert-parallel ones)."""
+    r = plan.search("qwen3-30b-a3b", "H100", 32, 64, NET, calibration=CAL, max_micro_batch=1,
+                    max_interleave=1, ep_sizes=(ep,), sequence_parallel=(True,))
+    p = r.plan(0)
+    copies = p.tp * p.cp * p.dp // ep
+    assert p.ep == ep and copies >= 1
+    cop = "copy" if copies == 1 else "copies"
+    assert (f"; expert parallelism {ep} spreads the experts {where} ({copies} {cop} of each).\n"
+            in plan.explain(r, k=1))
+
+
+def test_a_long_sequence_tries_every_ring_size_up_to_32_that_halves_evenly():
+    """Load-balanced ring attention cuts each sequence into 2c chunks, so c > 1 must divide
+    s / 2. At 131,072 = 2^17 tokens that leaves the powers of two, up to the search's cap of 32;
+    at 98,304 = 3 · 2^15 also 3, 6, 12 and 24. Below 32,768 tokens only 1."""
+    from scaleout import catalog
+    from scaleout.plan import frameworks
+    search = importlib.import_module("scaleout.plan.search")  # the module, not plan.search
+    m, fw = catalog.model("llama3-405b"), frameworks.framework("megatron-core")
+    assert search.default_cp_sizes(m, 131072, fw) == (1, 2, 4, 8, 16, 32)
+    assert search.default_cp_sizes(m, 98304, fw) == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+    assert search.default_cp_sizes(m, 16384, fw) == (1,)
+
+
+@pytest.mark.parametrize("empty", ["zero_stages", "recompute", "sequence_parallel"])
+def test_a_search_needs_at_least_one_option_of_each_kind(empty):
+    with pytest.raises(ValueError, match="must each offer at least one option"):
+        plan.search("megatron-7.5b", "A100", 32, 64, NET, **{empty: ()})
+
+
+def test_without_flash_attention_a_long_sequence_tries_no_context_parallelism():
+    """Ring attention runs attention block by block, which needs flash attention. 14 GPUs
+    (2 × 7) split 3 × 3 = 9 ways into TP × PP × DP (each prime goes to one of the three);
+    at 65,536 tokens with flash attention context parallelism 2 adds the 3 splits of the
+    other 7 GPUs: 12 ways; without it only cp = 1 is tried: 9. None is valid for Megatron
+    7.5B at a batch of 64, so the message counts them."""
+    for flash, ways in ((False, 9), (True, 12)):
+        with pytest.raises(plan.NoPlanError) as err:
+            plan.search("megatron-7.5b", "A100", 14, 64, uneven_layers=False, seq_len=65536,
+                        flash_attention=flash)
+        assert f"of the {ways} ways to split 14 GPUs" in str(err.value)
+
+
+def test_the_closest_plan_of_a_search_that_fits_nowhere_keeps_the_reserve_it_was_given():
+    """Llama 3 405B on 8 A100s of 40 GiB fits nowhere; a reserve of 3 GiB instead of 1 makes
+    the closest plan need 2 GiB more and be 2 GiB further short."""
+    short = {}
+    for reserve in (1.0, 3.0):
+        with pytest.raises(plan.NoPlanError) as err:
+            plan.search("llama3-405b", "A100-SXM4-40GB", 8, 8, reserve_gib=reserve)
+        closest = err.value.closest
+        short[reserve] = (closest.plan.label, closest.memory_bytes / 2**30, closest.shortfall_gib)
+        assert f"{closest.shortfall_gib:.1f} GiB short" in str(err.value)
+    assert short[1.0][0] == short[3.0][0]
+    assert short[3.0][1] - short[1.0][1] == pytest.approx(2.0, rel=1e-9)
+    assert short[3.0][2] - short[1.0][2] == pytest.approx(2.0, rel=1e-9)
+
+
+def test_a_search_records_whether_attention_was_flash():
+    """The command line reports the search's flash-attention setting from its result."""
+    for flash in (True, False):
+        r = plan.search("megatron-7.5b", "A100", 8, 16, NET, calibration=CAL,
+                        flash_attention=flash, max_micro_batch=1, max_interleave=1)
+        assert r.flash_attention is flash
+        assert r.plan(0).flash_attention is flash
+
+
+@pytest.mark.parametrize("bucket", [BUCKET, 1e15])
+def test_zero1_of_a_mixture_of_experts_shards_expert_state_over_their_copies(bucket):
+    """ZeRO-1 of Qwen3-30B-A3B on one node (4-way expert, 8-way data parallelism, overlaps
+    off): the non-expert gradients reduce-scattered and weights all-gathered over the 8 ranks,
+    the routed experts' over their tp·dp/ep = 2 copies, 2 bytes a value both ways, in
+    ceil(bytes / bucket) calls each paying the ring's latencies: 160 MB buckets, or one call
+    each when a bucket holds everything."""
+    from dataclasses import replace
+
+    routed = 48 * 128 * 3 * 2048 * 768 / 4  # the routed experts one GPU holds
+    fw = replace(plan.framework("megatron-core"), grad_bucket_bytes=bucket)
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8, zero_stage=1), NET,
+        calibration=CAL, framework=fw, switches=MCORE_PLAIN["switches"])
+    dense, experts = 2 * (result.stages[0].params - routed), 2 * routed
+    k_dense, k_experts = max(-(-dense // bucket), 1), max(-(-experts // bucket), 1)
+    # about 3.0 GB and 14.5 GB: 19 or 20 and 91 buckets of 160 MB, or one call each
+    assert (min(k_dense, k_experts) > 10) if bucket == BUCKET else (k_dense, k_experts) == (1, 1)
+    bw = B_IN * EFF
+    one_way = (k_dense * 7 * A_IN + 7 / 8 * dense / bw) + (k_experts * A_IN + experts / 2 / bw)
+    assert result.step["dp_comm"] == pytest.approx(2 * one_way, rel=1e-12)
+
+
+def test_overlapping_the_buckets_with_compute_can_only_hide_time():
+    """With Megatron-Core's gradient and weight-gather overlap on, the same buckets run while
+    the backward pass (and the next forward) compute: what shows is at most what shows without
+    overlap, and at least one bucket's call (Li et al. 2020, Sec. 3.2.3)."""
+    layout = plan.Plan(tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8, zero_stage=1)
+    slow = NodeNetwork(intra=AlphaBeta(A_IN, 2e9), inter=AlphaBeta(A_OUT, 2e9), gpus_per_node=8)
+    plain = plan.evaluate("qwen3-30b-a3b", "H100", layout, slow, calibration=CAL, **MCORE_PLAIN)
+    overlap = plan.evaluate("qwen3-30b-a3b", "H100", layout, slow, calibration=CAL,
+                            framework="megatron-core")
+    one_bucket = 7 * A_IN + 7 / 8 * BUCKET / (2e9 * EFF)  # a full bucket over the 8 ranks
+    assert one_bucket < overlap.step["dp_comm"] < plain.step["dp_comm"]
+
+
+def test_a_result_names_its_model_and_gpu():
+    result = _evaluate()
+    assert (result.model, result.gpu) == ("gpt3-175b", "A100-SXM4-80GB")
+
+
+def test_a_gpu_whose_scale_up_fabric_is_not_in_the_catalog_gets_its_datasheet_figure():
+    """A GPU spec naming a scale-up fabric the catalog lacks is priced from its own figure:
+    123 GB/s per direction and the 0.5 µs step latency of the catalog's NVLink entries."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    g = replace(catalog.gpu("A100"), scaleup_link="a made-up fabric", scaleup_gbytes_s=123.0)
+    assert plan.default_network(g).intra == AlphaBeta(0.5e-6, 123e9)
+
+
+def test_a_last_stage_heavier_than_the_others_sets_the_pace_with_fewer_layers():
+    """GPT-3 on 7 stages (1F1B) with a vocabulary that makes the output layer 2.1 layers'
+    time: a plain loop over every last-stage count finds 12 last layers and 14 on each other
+    stage (84 / 6), the last at 12 + 2.1 = 14.1 layers' time against 14 (11 last layers would
+    leave 15 a stage; 13 would make the last 15.1). The last stage is the busiest with fewer
+    layers than the others: its 12 layers' tensor-parallel all-reduces and forward show."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    fwd, head1 = _layer_forward_s(8, 1), _head_s(8, 1)
+    tp_layer = 6 * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    per_layer = 4 * fwd + tp_layer
+    vocab = round(V * 2.1 * per_layer / head1)
+    head = head1 * vocab / V
+    pp = 7
+    paces = {last: max(-(-(L - last) // (pp - 1)) * per_layer, last * per_layer + head)
+             for last in range(L - pp + 2)}
+    assert min(paces, key=paces.get) == 12
+    result = plan.evaluate(replace(catalog.model("gpt3-175b"), vocab=vocab), "A100", plan.Plan(
+        tp=8, pp=pp, dp=1, micro_batch=1, global_batch=64, sp=False, recompute="full"), NET,
+        calibration=CAL, framework="megatron-lm-2021")
+    assert [s.layers for s in result.stages] == [14] * 6 + [12]
+    assert result.step["tp_comm"] == pytest.approx(64 * 12 * tp_layer, rel=1e-12)
+    assert result.step["forward"] == pytest.approx(64 * (12 * fwd + head / 3), rel=1e-9)
+
+
+@pytest.mark.parametrize("zero_stage", [0, 1])
+def test_the_optimizer_step_of_a_mixture_of_experts_reads_every_state_it_holds(zero_stage):
+    """An Adam step moves 28 bytes a parameter through HBM (fp32 master, momentum, variance
+    and the 16-bit gradient read, the states and the 16-bit weight written): for Qwen3-30B-A3B
+    on 8 H100s (3,350 GB/s) with 4-way expert parallelism, every parameter one GPU holds, or
+    under ZeRO-1 the non-expert ones' eighth and the routed experts' half (their 2 copies)."""
+    routed = 48 * 128 * 3 * 2048 * 768 / 4
+    result = plan.evaluate("qwen3-30b-a3b", "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=4, micro_batch=1, global_batch=8, zero_stage=zero_stage), NET,
+        calibration=CAL, **MCORE_PLAIN)
+    dense = result.stages[0].params - routed
+    held = dense + routed if zero_stage == 0 else dense / 8 + routed / 2
+    assert result.step["optimizer"] == pytest.approx(28 * held / 3350e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(("intra", "hw"), [("PCIe Gen4 x16", "pci"), ("NVLink 3", "nvlink")])
+def test_a_server_without_nvlink_is_priced_as_pcie_by_nccls_model(intra, hw):
+    """A node joined by PCIe (a host link in the catalog) runs NCCL's PCIe algorithms and
+    latencies, one joined by NVLink its NVLink ones."""
+    from scaleout import catalog
+
+    network = importlib.import_module("scaleout.plan.network")
+    net = NodeNetwork(intra=intra, inter="InfiniBand HDR", gpus_per_node=8)
+    model = network.collective_model(net, network.derated_links(net, 1.0), catalog.gpu("A100"),
+                                     True)
+    assert model.intra_hw == hw
