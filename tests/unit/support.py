@@ -31,3 +31,19 @@ def write_toml(folder: Path, name: str, text: str) -> Path:
     path = folder / name
     path.write_text(textwrap.dedent(text))
     return path
+
+
+def toml_value(v) -> str:
+    """A TOML literal for a string, a list or a number (for writing one catalog entry back)."""
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return repr(v)
+
+
+def write_entry(path: Path, table: str, entry: dict) -> Path:
+    """One ``[[table]]`` entry written to ``path`` as TOML: a catalog file for a loader test."""
+    lines = [f"[[{table}]]"] + [f"{k} = {toml_value(v)}" for k, v in entry.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

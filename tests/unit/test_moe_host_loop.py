@@ -16,6 +16,7 @@ from scaleout import catalog, moe, plan
 from scaleout.layout import Plan
 from scaleout.plan import step
 from scaleout.plan.frameworks import FRAMEWORKS, Framework
+from support import write_entry
 
 MOE, GPU = "qwen3-30b-a3b", "H100-SXM5-80GB"
 BARE = Framework("bare", "no overlap", zero_stages=(0, 1, 2, 3), max_zero_with_pp=3,
@@ -69,20 +70,10 @@ def test_a_malformed_entry_is_refused_naming_file_entry_and_field(tmp_path):
     good = catalog.read_toml(catalog.DATA_DIR / "host_overheads.toml")["call"][0]
     for field, value, match in (("single_ms", 0.3, "single_ms"), ("calls", 0, "calls"),
                                 ("loop_ms", "fast", "loop_ms")):
-        bad = tmp_path / "host_overheads.toml"
-        entry = dict(good, **{field: value})
-        lines = ["[[call]]"] + [f"{k} = {_toml(v)}" for k, v in entry.items()]
-        bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        bad = write_entry(tmp_path / "host_overheads.toml", "call",
+                          dict(good, **{field: value}))
         with pytest.raises(ValueError, match=rf"host_overheads.toml.*entry 1.*{match}"):
             catalog.load_entries(bad, "call", moe.HostCallCost)
-
-
-def _toml(v) -> str:
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    return repr(v)
 
 
 def test_only_megatron_core_issues_its_expert_gemms_one_by_one():

@@ -17,6 +17,7 @@ from scaleout import catalog, moe
 from scaleout.layout import Plan
 from scaleout.plan import step
 from scaleout.plan.frameworks import FRAMEWORKS, Framework
+from support import write_entry
 
 MOE, GPU = "qwen3-30b-a3b", "H100-SXM5-80GB"
 LOOP = Framework("loop", "expert GEMM loop only", zero_stages=(0, 1, 2, 3), max_zero_with_pp=3,
@@ -94,20 +95,10 @@ def test_a_malformed_entry_is_refused_naming_file_entry_and_field(tmp_path):
     good = catalog.read_toml(catalog.DATA_DIR / "host_overheads.toml")["op"][0]
     for field, value, match in (("cpu_us", 200.0, "cpu_us"), ("gpu_us", 0, "gpu_us"),
                                 ("cpu_us", "fast", "cpu_us"), ("host", 3, "host")):
-        bad = tmp_path / "host_overheads.toml"
-        entry = dict(good, **{field: value})
-        lines = ["[[op]]"] + [f"{k} = {_toml(v)}" for k, v in entry.items()]
-        bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        bad = write_entry(tmp_path / "host_overheads.toml", "op",
+                          dict(good, **{field: value}))
         with pytest.raises(ValueError, match=rf"host_overheads.toml.*entry 1.*{match}"):
             catalog.load_entries(bad, "op", moe.HostOpCost)
-
-
-def _toml(v) -> str:
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    return repr(v)
 
 
 def test_only_megatron_core_waits_for_the_gpu_in_its_moe_layer():
