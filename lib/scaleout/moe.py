@@ -320,6 +320,14 @@ def expert_weight_bytes(local_params, operand_bytes: float, grad_bytes: float
 DISPATCHERS = ("alltoall", "deepep", "hybridep")
 
 
+def _distinct_ranks(experts: int, top_k: int, ep) -> np.ndarray:
+    """The expected number of distinct EP ranks among a token's ``top_k`` experts
+    (:func:`expected_nodes_per_token` over ``ep`` ranks), computed once per distinct ``ep``."""
+    sizes, where = np.unique(np.asarray(ep, dtype=np.int64), return_inverse=True)
+    return np.atleast_1d(expected_nodes_per_token(experts, top_k, sizes))[where].reshape(
+        np.shape(ep))
+
+
 def permutation_bytes(tokens, hidden: int, top_k: int, experts: int, ep, *,
                       dispatcher: str = "alltoall", imbalance=1.0,
                       dispatch_bytes: float = 2.0, combine_bytes: float = 2.0,
@@ -381,10 +389,7 @@ def permutation_bytes(tokens, hidden: int, top_k: int, experts: int, ep, *,
         sort, unsort = 2.0 * received * bd * sorting, 2.0 * received * bc * sorting
         backward = (2.0 * (own + copies) + 4.0 * received * sorting) * g
     elif dispatcher == "deepep":
-        sizes, where = np.unique(np.asarray(ep, dtype=np.int64), return_inverse=True)
-        distinct = np.atleast_1d(expected_nodes_per_token(E, k, sizes))[where].reshape(
-            np.shape(ep))  # once per distinct EP size
-        rows = t * distinct * rho * h  # token rows the busiest rank receives
+        rows = t * _distinct_ranks(E, k, ep) * rho * h  # token rows the busiest rank receives
         permute, unpermute = (rows + received) * bd, (received + rows) * bc
         sort = unsort = zero
         backward = 2.0 * (rows + received) * g
@@ -745,8 +750,7 @@ def dispatch_copies(experts: int, top_k: int, ep, gpus_per_node: int, *,
     nodes = np.ceil(ep / g)
     sent = float(k)  # copies of a token sent: one per expert, or one per distinct GPU
     if dedup_ranks:
-        sizes, where = np.unique(np.asarray(ep, dtype=np.int64), return_inverse=True)
-        sent = np.atleast_1d(expected_nodes_per_token(E, k, sizes))[where].reshape(np.shape(ep))
+        sent = _distinct_ranks(E, k, ep)
     local = sent / ep
     nvlink = sent * (g - 1) / ep
     remote = sent * (ep - g) / ep

@@ -503,6 +503,7 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     per_flop = _seconds_per_flop(ctx, rate)
     gemm = dense / x.tp * per_flop if ctx.fp8_share else dense / x.tp / rate
     experts = expert_gemm_parts(ctx, x)  # the routed experts' GEMMs at their own shape
+    a2a = _ep_comm(ctx, x, experts["rank_imbalance"])  # once; expert_parallel_parts reads it
     if ctx.experts is not None:  # the token permutations of an MoE layer, memory-bound
         mem_s = mem_s + ctx.experts.moe_share * permutation_parts(
             ctx, x, experts["rank_imbalance"])["layer_permutation_bytes"] / hbm
@@ -518,7 +519,7 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
             ops = moe.moe_host_ops(n_local, x.ep, dispatcher=ctx.framework.moe_dispatcher,
                                    fp8=ctx.recipe.fp8)
             if ctx.framework.moe_dispatcher == "alltoall":  # waits before the dispatch,
-                behind = behind + _dispatch_s(ctx, x, experts["rank_imbalance"])  # runs behind
+                behind = behind + a2a["dispatch_s"]  # and the dispatch runs behind the host
         loop = moe.expert_loop_exposed_s(
             n_local, ctx.expert_call_s, behind, 2 * rest + experts["moe_backward_gemm_s"],
             host_ops=ops, per_op_s=ctx.host_op_s)
@@ -543,6 +544,7 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
         head_s = head_s * (1 + m.mtp_layers) + 3 * m.mtp_layers * proj / x.tp / rate
     return {"layer_forward_s": fwd_layer, "layer_gemm_s": gemm, "layer_recompute_s": rec_layer,
             "head_s": head_s, "rank_imbalance": experts["rank_imbalance"],
+            "layer_ep_total_s": a2a["total_s"],
             "layer_expert_loop_s": loop_s}
 
 
@@ -637,21 +639,16 @@ def _ep_comm(ctx: Context, x: _Shape, rank_imbalance) -> dict[str, np.ndarray]:
     return {"dispatch_s": dispatch, "total_s": total}
 
 
-def _dispatch_s(ctx: Context, x: _Shape, rank_imbalance) -> np.ndarray:
-    """Seconds of one forward dispatch all-to-all per MoE layer and micro-batch
-    (:func:`_ep_comm`)."""
-    return _ep_comm(ctx, x, rank_imbalance)["dispatch_s"]
-
-
 def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
                           ) -> dict[str, np.ndarray]:
     """Seconds of one MoE layer's dispatch and combine all-to-alls for one micro-batch, left
     exposed: :func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of an expert group for
     the ``b s/(cp tp)`` tokens each routes (sequence parallelism splits them over ``tp``),
     the busiest rank receiving ``ρ`` times the mean (``c["rank_imbalance"]``),
-    forward and backward (a forward pair more under full recomputation); where the framework
-    overlaps them, only what outlasts the layer's computation (forward and backward) shows."""
-    total = _ep_comm(ctx, x, c["rank_imbalance"])["total_s"]
+    forward and backward (a forward pair more under full recomputation; ``c`` from
+    :func:`compute_parts`, which times them once); where the framework overlaps them, only
+    what outlasts the layer's computation (forward and backward) shows."""
+    total = c["layer_ep_total_s"]  # compute_parts' _ep_comm
     if ctx.framework.a2a_overlap:
         shape = np.shape(total)
         total = np.where(np.broadcast_to(x.ep > 1, shape), np.maximum(
