@@ -982,3 +982,69 @@ def test_a_server_without_nvlink_is_priced_as_pcie_by_nccls_model(intra, hw):
     model = network.collective_model(net, network.derated_links(net, 1.0), catalog.gpu("A100"),
                                      True)
     assert model.intra_hw == hw
+
+
+@pytest.mark.parametrize(("intra_gbytes_s", "moe_layers"), [
+    (300, 15),  # the last stage: its 15 MoE layers and the output layer
+    (30, 16)])  # the middle stage: 16 MoE layers
+def test_on_three_stages_a_middle_stage_with_more_experts_can_set_the_pace(intra_gbytes_s,
+                                                                            moe_layers):
+    """Qwen3-30B-A3B cut to 47 layers whose first 6 are dense (as DeepSeek-V3's first 3 are),
+    on 3 stages of one node's 8-way expert parallelism each: the split is 16, 16 and 15 layers
+    (the last with the output layer), so the first stage holds 10 MoE layers, the middle 16
+    and the last 15. With the node's link at 300 GB/s the last stage's output layer outweighs
+    one more MoE layer; at 30 GB/s the all-to-alls dominate and the middle stage, with the
+    most MoE layers, sets the pace. Each MoE layer's dispatch and combine cost the same on
+    every stage (same tokens, same 8 GPUs), so the busiest stage's all-to-all time is its
+    MoE layers' share of the one-stage plan's 41."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    model = replace(catalog.model("qwen3-30b-a3b"), n_layers=47, first_dense_layers=6)
+    assert model.moe_layers == 41
+    net = NodeNetwork(intra=AlphaBeta(A_IN, intra_gbytes_s * 1e9),
+                      inter=AlphaBeta(A_OUT, B_OUT), gpus_per_node=8)
+    one, three = (plan.evaluate(model, "H100", plan.Plan(
+        tp=1, pp=pp, dp=8, ep=8, micro_batch=1, global_batch=64), net, calibration=CAL,
+        uneven_layers=True, **MCORE_PLAIN) for pp in (1, 3))
+    assert [(s.layers, s.moe_layers) for s in three.stages] == [(16, 10), (16, 16), (15, 15)]
+    assert three.step["ep_comm"] == pytest.approx(
+        one.step["ep_comm"] * moe_layers / 41, rel=1e-9)
+
+
+@pytest.mark.parametrize("flat_rings", [True, False])
+def test_hybrid_sharding_copies_all_reduce_over_the_ports_the_framework_rings_use(flat_rings):
+    """Sharding in groups of 4 on 32 A100s (hybrid sharding: 8 copies, each group inside one
+    node, two groups a node), ZeRO-2 with nothing overlapped and no buckets: the 2-byte
+    gradients reduce-scattered in the group of 4, each GPU's quarter then all-reduced over
+    the 8 copies (2 a node, over 4 nodes), the 2-byte weights all-gathered in the group.
+    Every call is what NCCL's model gives for it with the links at the calibration's 90 %.
+    Across nodes, a framework whose data-parallel collectives are flat rings (each GPU's
+    traffic crossing its own port, as DeepSpeed's ZeRO-3 of 2021 did) gets one port per GPU
+    (``node_aggregate=False``); NCCL's topology-aware rings pool the node's ports, here the
+    two GPUs' of each copy group."""
+    from scaleout import nccl
+    from scaleout.plan.frameworks import Framework
+
+    fw = Framework("hsdp", "hybrid sharding", flat_dp_rings=flat_rings, hybrid_shard=True,
+                   zero_stages=(0, 1, 2, 3))
+    net = NodeNetwork("NVLink 3", "InfiniBand HDR", 8)
+    result = plan.evaluate("megatron-1.7b", "A100", plan.Plan(
+        tp=1, pp=1, dp=32, zero_shard=4, micro_batch=1, global_batch=32, zero_stage=2), net,
+        framework=fw)
+    params = result.stages[0].params
+
+    def call(op, size, n, per_node, pooled):
+        return float(nccl.collective_time(
+            op, size, n, per_node, intra_gbytes_s=0.9 * 300, inter_gbytes_s=0.9 * 25,
+            architecture="Ampere", node_aggregate=pooled, net_latency_us=1.0).seconds)
+
+    pooled = not flat_rings
+    hand = (call("reduce_scatter", 2 * params, 4, 4, pooled)
+            + call("all_reduce", 2 * params / 4, 8, 2, pooled)
+            + call("all_gather", 2 * params, 4, 4, pooled))
+    assert result.step["dp_comm"] == pytest.approx(hand, rel=1e-9)
+    # pooling the two ports of a node changes the copies' all-reduce by more than 10 %
+    assert call("all_reduce", 2 * params / 4, 8, 2, True) < 0.9 * call(
+        "all_reduce", 2 * params / 4, 8, 2, False)
