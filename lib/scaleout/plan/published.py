@@ -305,7 +305,7 @@ def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
         gpu = run["gpu"]
         if gpu.startswith("A100"):  # "1600 Gbps node-node interconnect (RoCE)": 200 Gb/s a GPU
             net = NodeNetwork(intra="NVLink 3", inter="InfiniBand HDR", gpus_per_node=8)
-        else:
+        else:  # "3200 Gbps" a node (llm-foundry issue #1584): the DGX H100's NDR port a GPU
             net = default_network(gpu)
         out.append(Case("mpt_llm_foundry_2024", f"{run['model']} on {run['gpus']} × {gpu}, "
                         f"{run['sharding']}, b={run['micro_batch']}, s={run['seq_len']}",
