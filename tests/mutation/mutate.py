@@ -107,12 +107,43 @@ def importers(module: str) -> set[str]:
     return found
 
 
-def prepare(module: str, target: dict[str, list[str]],
-            messages: bool) -> tuple[Path, list[str]]:
-    """A fresh scratch project for ``module``; returns its folder and the test files used."""
+#: mutmut's exit codes that are a verdict (mutmut/stats.py): killed, survived, no tests,
+#: skipped, timeout, caught by a type check, segfault. Anything else (2: "check was interrupted
+#: by user", a worker stopped by a signal) is run again by ``--resume``.
+VERDICTS = {0, 1, 3, 5, 33, 34, 36, 37, -24, 24, 152, 255, -11, -9}
+
+
+def forget_interrupted(work: Path) -> int:
+    """Clear the results of mutants a stopped run left without a verdict, so that a resumed
+    run tests them; returns how many."""
+    count = 0
+    for meta in (work / "mutants").rglob("*.meta"):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        codes = data.get("exit_code_by_key", {})
+        stale = [k for k, code in codes.items() if code is not None and code not in VERDICTS]
+        for key in stale:
+            codes[key] = None
+        if stale:
+            meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
+            count += len(stale)
+    return count
+
+
+def prepare(module: str, target: dict[str, list[str]], messages: bool,
+            resume: bool = False) -> tuple[Path, list[str]]:
+    """A scratch project for ``module``; returns its folder and the test files used.
+
+    Fresh unless ``resume``: then the library, data and tests are copied over the last run's
+    scratch copy and mutmut's results there are kept (mutmut tests again only the mutants
+    without a verdict and those of functions whose code changed since)."""
     work = SCRATCH / module
-    if work.exists():
+    if work.exists() and not resume:
         shutil.rmtree(work)
+    if resume:
+        forget_interrupted(work)
+    for part in ("src", "data", "tests"):
+        if (work / part).exists():
+            shutil.rmtree(work / part)
     (work / "tests").mkdir(parents=True)
     shutil.copytree(ROOT / "lib" / "scaleout", work / "src" / "scaleout", ignore=IGNORE)
     shutil.copytree(ROOT / "data", work / "data", ignore=IGNORE)
@@ -163,16 +194,17 @@ def mutant_diff(work: Path, name: str) -> str:
 
 
 def run_module(module: str, target: dict[str, list[str]], children: int, messages: bool = False,
-               only: tuple[str, ...] = ()) -> dict[str, object]:
-    """Mutate one module (or only the mutants named by ``only``, globs allowed); return its
-    counts and the survivors' names."""
+               only: tuple[str, ...] = (), resume: bool = False) -> dict[str, object]:
+    """Mutate one module (or only the mutants named by ``only``, globs allowed; ``resume``:
+    carry on from the last run, see :func:`prepare`); return its counts and the survivors'
+    names. Mutants a stopped run did not reach are counted as ``not_run``."""
     unmapped = importers(module) - set(target["tests"])
     unmapped -= {n for n in unmapped if n.startswith(("test_widgets_", "test_diagrams"))}
     # (widget tests are left out on purpose; see targets.toml)
     if unmapped:
         print(f"    note: {', '.join(sorted(unmapped))} import {module}"
               " but are not in targets.toml")
-    work, tests = prepare(module, target, messages)
+    work, tests = prepare(module, target, messages, resume)
     print(f"==> {module}: mutmut over {', '.join(target['source'])} with {len(tests)} test files"
           f" (log: {work.relative_to(ROOT)}/mutmut.log)", flush=True)
     start = time.monotonic()
@@ -182,8 +214,9 @@ def run_module(module: str, target: dict[str, list[str]], children: int, message
     mutmut(work, "export-cicd-stats")
     stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text(encoding="utf-8"))
     listing = mutmut(work, "results", "--all", "true").stdout.splitlines()
-    if only:  # mutmut's totals cover every mutant generated; count the ones that ran
-        states = [line.rsplit(":", 1)[1].strip() for line in listing if ":" in line]
+    states = [line.rsplit(":", 1)[1].strip() for line in listing if ":" in line]
+    not_run = states.count("not checked") + states.count("check was interrupted by user")
+    if only or not_run:  # mutmut's totals cover every mutant generated; count those that ran
         stats = {"killed": states.count("killed"), "timeout": states.count("timeout"),
                  "segfault": states.count("segfault"), "survived": states.count("survived"),
                  "no_tests": states.count("no tests"), "skipped": 0}
@@ -197,7 +230,7 @@ def run_module(module: str, target: dict[str, list[str]], children: int, message
     total = stats["total"] - stats["skipped"]
     result = {"module": module, "mutants": total, "killed": caught,
               "survived": stats["survived"], "no_tests": stats["no_tests"],
-              "kill_rate": caught / total if total else float("nan"),
+              "kill_rate": caught / total if total else float("nan"), "not_run": not_run,
               "minutes": (time.monotonic() - start) / 60, "survivors": survivors}
     (work / "summary.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
@@ -214,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="print every survivor's diff")
     parser.add_argument("--messages", action="store_true",
                         help="also mutate input checks and error messages (see MESSAGE_LINES)")
+    parser.add_argument("--resume", action="store_true",
+                        help="carry on from the last run's scratch copy: mutants with a verdict "
+                        "are not run again unless their function changed (Ctrl-C stops a run "
+                        "and keeps what it decided)")
     parser.add_argument("--only", nargs="+", default=(), metavar="MUTANT",
                         help="run only these mutants (names as `survivors.diff` gives them, "
                         "globs allowed), e.g. to re-check survivors after a new test")
@@ -222,13 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in modules if m not in targets]
     if unknown:
         parser.error(f"unknown module(s) {', '.join(unknown)}; known: {', '.join(targets)}")
-    results = [run_module(m, targets[m], args.max_children, args.messages, tuple(args.only))
-               for m in modules]
+    results = [run_module(m, targets[m], args.max_children, args.messages, tuple(args.only),
+                          args.resume) for m in modules]
     print(f"\n{'module':<12} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9}"
-          f" {'kill rate':>10} {'minutes':>8}")
+          f" {'kill rate':>10} {'not run':>8} {'minutes':>8}")
     for r in results:
         print(f"{r['module']:<12} {r['mutants']:>8} {r['killed']:>7} {r['survived']:>9}"
-              f" {r['no_tests']:>9} {r['kill_rate']:>10.1%} {r['minutes']:>8.1f}")
+              f" {r['no_tests']:>9} {r['kill_rate']:>10.1%} {r['not_run']:>8}"
+              f" {r['minutes']:>8.1f}")
     for r in results:
         if r["survivors"]:
             diff = SCRATCH / str(r["module"]) / "survivors.diff"
