@@ -18,7 +18,7 @@ from scaleout.layout import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "data" / "configs"
-LIB = ROOT / "lib" / "scaleout" / "configs"
+LIB = Path(configs.__file__).parent  # the package imported (in a scratch copy too)
 
 
 def _hf(name: str, **kw) -> configs.ModelImport:
