@@ -113,6 +113,8 @@ def test_deepseek_v3_counts_from_the_published_shape():
     assert (m.params_total, m.params_active) == (memory.param_count(ref),
                                                  compute.active_params(ref))
     assert m.spec.is_mla and m.spec.kv_lora_rank == 512 and m.spec.first_dense_layers == 3
+    # the report's one MTP module (Sec. 4.2: "the number of MTP depth D to 1") is planned
+    assert m.spec.mtp_layers == ref.mtp_layers == run["mtp_depth"] == 1
 
 
 def test_gpt2_xl_counts_the_released_checkpoint():

@@ -90,9 +90,9 @@ names; ``first_k_dense_replace`` → ``first_dense_layers`` (dense MLPs of
 ``n_shared_experts`` → ``shared_experts``, ``moe_intermediate_size`` →
 ``expert_ffn_hidden``, ``num_experts_per_tok`` → ``top_k``, ``moe_layer_freq`` →
 ``moe_layer_step`` (1 only), the routing bias → ``router_bias``;
-``num_nextn_predict_layers`` multi-token-prediction layers are counted apart
-(:attr:`ModelImport.params_mtp`: DeepSeek's 671B excludes them, the released weights'
-685B includes them).
+``num_nextn_predict_layers`` → ``mtp_layers`` (planned as trained, on the last stage), their
+parameters counted apart (:attr:`ModelImport.params_mtp`: DeepSeek's 671B excludes them, the
+released weights' 685B includes them).
 
 A mixture of experts or MLA is described in full by the spec (every expert's weights
 in :func:`scaleout.memory.param_count`, the active ones in
@@ -555,7 +555,8 @@ def _deepseek_v3(r: _Reader, name, seq_len, found):
                  q_lora_rank=q_lora, qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                  v_head_dim=v, experts=experts, top_k=k, shared_experts=shared,
                  expert_ffn_hidden=f_e, first_dense_layers=first_dense, router_bias=True,
-                 family="DeepSeek-V3", source=f"Hugging Face config.json ({label})")
+                 mtp_layers=mtp, family="DeepSeek-V3",
+                 source=f"Hugging Face config.json ({label})")
     total, active = param_count(spec), active_params(spec)
     # one MTP module (DeepSeek-V3 report Sec. 2.2): a MoE layer plus two norms, a 2h x h
     # projection and a final norm
@@ -568,6 +569,7 @@ def _deepseek_v3(r: _Reader, name, seq_len, found):
               "activations (recomputing them from the latent is not modelled)")
     _flag_moe(found, spec, "n_routed_experts")
     if mtp:
-        found.add("num_nextn_predict_layers", mtp, NOT_MODELLED, f"multi-token prediction "
-                  f"({mtp_params:,} parameters, params_mtp; not in params_total)")
+        found.add("num_nextn_predict_layers", mtp, ASSUMED, f"multi-token prediction trained "
+                  f"with the model ({mtp} module(s) on the last pipeline stage, DeepSeek-V3 "
+                  f"Sec. 2.2; {mtp_params:,} parameters, params_mtp, not in params_total)")
     return spec, total, active, mtp_params
