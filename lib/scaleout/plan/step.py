@@ -70,10 +70,18 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   local expert from the host (:attr:`Framework.expert_gemm_loop`), the host's issue time
   beyond the GPU's work (:func:`scaleout.moe.expert_loop_exposed_s`, a measured cost per
   GEMM from ``data/host_overheads.toml``), and where its dropless layer makes the host wait
-  for the GPU (:attr:`Framework.moe_host_sync`), its other launches from Python after the wait
-  (:func:`scaleout.moe.moe_host_ops`, a measured host time per eager operator), against the
-  GPU's work queued behind them (the expert GEMMs, and the dispatch all-to-all where the
-  ``"alltoall"`` dispatcher waits before it), added to the layer's forward and backward; the
+  for the GPU once per MoE layer's forward pass (:attr:`Framework.moe_host_sync`), the whole
+  stretch between two waits (:attr:`Framework.moe_host_layer`): the GPU runs each launch only
+  as the host issues it, so the host's calls of one whole layer (the MoE part after the wait,
+  then the next layer's attention block, router and dispatcher preprocessing: Transformer
+  Engine modules and eager operators counted from Megatron-Core, :func:`scaleout.moe.
+  layer_host_calls`, each at the host time measured on that system's CPU, :func:`scaleout.moe.
+  host_call_s`: Grace on GB200, x86 elsewhere) are laid out in issue order against the GPU's
+  work of the whole layer (the dispatch all-to-all, the expert GEMMs, the combine all-to-all,
+  the rest of the layer; :func:`scaleout.moe.host_stretch_exposed_s`), and the backward's
+  calls against the layer's backward; without that switch, the launches after the wait in the
+  MoE part alone (:func:`scaleout.moe.moe_host_ops`) against the expert GEMMs and the dispatch
+  behind them. The GPU's idle time is added to the layer's forward and backward; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
   ``b s/(cp tp)`` tokens a GPU routes, as the framework's dispatcher sends them: one copy per
