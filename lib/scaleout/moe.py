@@ -72,6 +72,7 @@ from .checks import (
 from .collectives import _link
 
 __all__ = [
+    "CUDA_GRAPH_SCOPES",
     "DISPATCHERS",
     "EXPERT_LOOP_GEMMS",
     "LAYER_HOST_CALLS",
@@ -86,6 +87,7 @@ __all__ = [
     "all_to_all_time",
     "capacity_outcome",
     "check_ep",
+    "check_graph_scopes",
     "dispatch_copies",
     "ep_sizes",
     "expected_max_load",
@@ -651,19 +653,19 @@ def moe_host_ops(local_experts, ep=2, *, dispatcher: str = "alltoall", fp8: bool
 #:   split and the quantizers per expert; Transformer Engine issue #1499);
 #: * module ``"shared_expert"`` 2, with shared experts: ``SharedExpertMLP``'s ``linear_fc1`` and
 #:   ``linear_fc2`` (one MLP for all shared experts);
-#: * op ``"layer"`` 5: the fused RoPE on the query and the key (TE ``FusedRoPEFunc``, one each),
-#:   the two fused bias-dropout-adds (after attention, after the MLP), ``pre_mlp_layernorm``
-#:   (``TENorm``, a fusible TE op counted as one operator);
+#: * op ``"rope"`` 2: the fused RoPE on the query and the key (TE ``FusedRoPEFunc``, one each);
+#:   ``"bias_dropout_add"`` 2 (after attention, after the MLP; one fused kernel each);
+#:   ``"norm"`` 1: ``pre_mlp_layernorm`` (``TENorm``, a fusible TE op counted as one operator);
 #: * op ``"router"`` 4: ``TopKRouter.gating`` (``RouterGatingLinearFunction``, one GEMM), the
 #:   fused top-k with its score function, and with the auxiliary load-balancing loss the fused
 #:   scores for it and the fused loss;
-#: * op ``"preprocess"`` 14, the ``"alltoall"`` dispatcher with expert parallelism:
+#: * op ``"preprocess"`` 10, the ``"alltoall"`` dispatcher with expert parallelism:
 #:   ``MoEAlltoAllTokenDispatcher.preprocess``: the routing map's column sum and its ``long``,
 #:   the input splits' sum, the all-gather of the counts over the expert group, the local
-#:   experts' slice made contiguous, three sums (per rank, over ranks, per local expert);
-#:   ``_maybe_dtoh_and_synchronize``: four device-to-host copies (the counts, the input,
-#:   output and tensor-parallel output splits); the fused ``permute``: TE's row-id map and
-#:   permutation kernels;
+#:   experts' slice made contiguous, three sums (per rank, over ranks, per local expert); the
+#:   fused ``permute``: TE's row-id map and permutation kernels; and ``"dtoh_copies"`` 4:
+#:   ``_maybe_dtoh_and_synchronize``'s device-to-host copies (the counts, the input, output
+#:   and tensor-parallel output splits);
 #: * op, the ``"alltoall"`` dispatcher after the experts: ``"restore_sort"`` 2 with more than
 #:   one local expert (``sort_chunks_by_idxs`` back: TE's chunk-sort map and kernel),
 #:   ``"combine_all_to_all"`` 1 with expert parallelism, ``"unpermute"`` 1 (TE's fused
@@ -673,28 +675,48 @@ def moe_host_ops(local_experts, ep=2, *, dispatcher: str = "alltoall", fp8: bool
 #:
 #: * module: the same calls as forward, each one module call again (no backward figure was
 #:   measured; a module's backward launches more kernels than its forward: a lower bound);
-#: * op ``"layer"`` 5 (RoPE, bias-dropout-add, norm backward); ``"router"`` 4 (the gating's
-#:   input and weight gradients, the top-k's and the auxiliary loss's backward); the MoE part's
-#:   own backward launches are :data:`MOE_HOST_OPS`'.
+#: * op ``"rope"`` 2, ``"bias_dropout_add"`` 2, ``"norm"`` 1 (their backward);
+#:   ``"router"`` 4 (the gating's input and weight gradients, the top-k's and the auxiliary
+#:   loss's backward); the MoE part's own backward launches are :data:`MOE_HOST_OPS`'.
 #:
-#: Not counted: Qwen3's query/key norms (no catalog field says a model has them), the random
-#: router logits of a force-balanced benchmark, the FP8 recipes' extra Python per module and
-#: their per-expert quantize launches from C++, DeepEP's and HybridEP's own launches,
-#: allocations; captured CUDA graphs (Megatron-Core ``--cuda-graph-scope``: a captured router
-#: or attention block is one graph launch) are not modelled. A lower bound on the host's time.
+#: Captured CUDA graphs (Megatron-Core ``--cuda-graph-impl transformer_engine`` with a
+#: ``--cuda-graph-scope``, :data:`CUDA_GRAPH_SCOPES`) replace the calls they capture by one
+#: graph launch forward and one backward (op ``"graph_launch"``, priced as one eager operator:
+#: not measured). Not counted: Qwen3's query/key norms (no catalog field says a model has
+#: them), the random router logits of a force-balanced benchmark, the FP8 recipes' extra
+#: Python per module and their per-expert quantize launches from C++, DeepEP's and HybridEP's
+#: own launches, allocations. A lower bound on the host's time.
 LAYER_HOST_CALLS = {
     "forward": {"module": {"attention": 3, "mla": 6, "mla_no_q_latent": 5, "experts": 2,
                            "shared_expert": 2},
-                "op": {"layer": 5, "router": 4, "preprocess": 14, "combine_all_to_all": 1,
-                       "restore_sort": 2, "unpermute": 1}},
+                "op": {"rope": 2, "bias_dropout_add": 2, "norm": 1, "router": 4,
+                       "preprocess": 10, "dtoh_copies": 4, "combine_all_to_all": 1,
+                       "restore_sort": 2, "unpermute": 1, "graph_launch": 1}},
     "backward": {"module": {"attention": 3, "mla": 6, "mla_no_q_latent": 5, "experts": 2,
                             "shared_expert": 2},
-                 "op": {"layer": 5, "router": 4}},
+                 "op": {"rope": 2, "bias_dropout_add": 2, "norm": 1, "router": 4,
+                        "graph_launch": 1}},
+}
+
+#: What each Megatron-Core CUDA graph scope captures of :data:`LAYER_HOST_CALLS` (forward and
+#: backward alike; ``TransformerLayer._te_cuda_graph_capture`` at Megatron-LM 92c8482e: one
+#: graph per layer, the attention part, ``_forward_attention``, with ``"attn"``, and the MoE
+#: layer's start, ``_forward_mlp`` up to the early return, with ``"moe_router"``):
+#: ``"attn"`` the attention modules, the RoPE and the first bias-dropout-add; ``"moe_router"``
+#: the pre-MLP norm, the router and the shared experts (computed before the routing);
+#: ``"moe_preprocess"`` (only with ``"moe_router"``) the dispatcher's preprocessing and
+#: permutation, its device-to-host copies moved out of the graph to just before the wait
+#: (``MoEAlltoAllTokenDispatcher.cuda_dtoh_point = "before_ep_alltoall"``).
+CUDA_GRAPH_SCOPES = {
+    "attn": {"module": ("attention",), "op": {"rope": 2, "bias_dropout_add": 1}},
+    "moe_router": {"module": ("shared_expert",), "op": {"norm": 1, "router": 4}},
+    "moe_preprocess": {"module": (), "op": {"preprocess": 10}},
 }
 
 
 def layer_host_calls(model: ModelSpec, local_experts, ep=2, *, dispatcher: str = "alltoall",
-                     fp8: bool = False) -> dict[str, dict[str, float | np.ndarray]]:
+                     fp8: bool = False, graphed: tuple[str, ...] = ()
+                     ) -> dict[str, dict[str, float | np.ndarray]]:
     """The host's calls in one stretch between two waits, one MoE layer and micro-batch
     (:data:`LAYER_HOST_CALLS` plus :func:`moe_host_ops`' MoE part), besides the expert GEMMs:
     ``{"forward_experts", "forward_combine", "forward_rest", "backward"}``, each
@@ -705,36 +727,70 @@ def layer_host_calls(model: ModelSpec, local_experts, ep=2, *, dispatcher: str =
     bias-dropout-adds, the next layer's attention block, shared experts, norm, router and the
     dispatcher's preprocessing up to its wait).
 
-    The dispatcher's ``"preprocess"`` and ``"combine"`` launches count for the ``"alltoall"``
-    dispatcher (the preprocess and the combine all-to-all only with ``ep > 1``, the restore
+    The dispatcher's preprocessing and combine launches count for the ``"alltoall"``
+    dispatcher (the preprocessing and the combine all-to-all only with ``ep > 1``, the restore
     sort only with ``local_experts > 1``); the other dispatchers' own launches are not
-    counted. Array-friendly in ``local_experts`` and ``ep``.
+    counted. ``graphed``: the CUDA graph scopes captured (:data:`CUDA_GRAPH_SCOPES`), whose
+    calls become one graph launch forward and one backward. Array-friendly in
+    ``local_experts`` and ``ep``.
     """
     if not isinstance(model, ModelSpec):
         raise ValueError(f"model must be a scaleout.catalog.ModelSpec, got {model!r}")
+    graphed = check_graph_scopes(graphed)
     moe_ops = moe_host_ops(local_experts, ep, dispatcher=dispatcher, fp8=fp8)
     n, e = np.asarray(local_experts, dtype=float), np.asarray(ep, dtype=float)
+    zero = 0.0 * n * e
     attention = ("attention" if not model.is_mla
                  else "mla" if model.q_lora_rank else "mla_no_q_latent")
-    zero = 0.0 * n * e
-    f, b = LAYER_HOST_CALLS["forward"], LAYER_HOST_CALLS["backward"]
     mine = dispatcher == "alltoall"  # the other dispatchers' own launches: not counted
-    combine = mine * (np.where(e > 1, f["op"]["combine_all_to_all"], 0)
-                      + np.where(n > 1, f["op"]["restore_sort"], 0) + f["op"]["unpermute"])
-    rest_f = (f["op"]["layer"] + f["op"]["router"]
-              + mine * np.where(e > 1, f["op"]["preprocess"], 0))
-    shared = f["module"]["shared_expert"] if model.shared_experts else 0
+    gone_mod = {k for g in graphed for k in CUDA_GRAPH_SCOPES[g]["module"]}
+    gone_op = {k: sum(CUDA_GRAPH_SCOPES[g]["op"].get(k, 0) for g in graphed)
+               for k in ("rope", "bias_dropout_add", "norm", "router", "preprocess")}
+
+    def left(phase: str, key: str) -> float:
+        return LAYER_HOST_CALLS[phase]["op"][key] - gone_op.get(key, 0)
+
+    def modules(phase: str) -> float:
+        c = LAYER_HOST_CALLS[phase]["module"]
+        return float((0 if "attention" in gone_mod else c[attention])
+                     + (c["shared_expert"] if model.shared_experts
+                        and "shared_expert" not in gone_mod else 0))
+
+    def rest_ops(phase: str):
+        return (left(phase, "rope") + left(phase, "bias_dropout_add") + left(phase, "norm")
+                + left(phase, "router")
+                + (LAYER_HOST_CALLS[phase]["op"]["graph_launch"] if graphed else 0))
+
+    f = LAYER_HOST_CALLS["forward"]["op"]
+    combine = mine * (np.where(e > 1, f["combine_all_to_all"], 0)
+                      + np.where(n > 1, f["restore_sort"], 0) + f["unpermute"])
+    rest_f = rest_ops("forward") + mine * np.where(
+        e > 1, left("forward", "preprocess") + f["dtoh_copies"], 0)
+    experts = float(LAYER_HOST_CALLS["forward"]["module"]["experts"])
     return {
-        "forward_experts": {"module": float(f["module"]["experts"]),
+        "forward_experts": {"module": experts,
                             "op": _out(np.asarray(moe_ops["forward"], dtype=float) + zero)},
         "forward_combine": {"module": 0.0, "op": _out(combine + zero)},
-        "forward_rest": {"module": float(f["module"][attention] + shared),
-                         "op": _out(rest_f + zero)},
-        "backward": {"module": float(b["module"][attention] + b["module"]["experts"]
-                                     + (b["module"]["shared_expert"] if shared else 0)),
-                     "op": _out(b["op"]["layer"] + b["op"]["router"]
+        "forward_rest": {"module": modules("forward"), "op": _out(rest_f + zero)},
+        "backward": {"module": modules("backward") + experts,
+                     "op": _out(rest_ops("backward")
                                 + np.asarray(moe_ops["backward"], dtype=float) + zero)},
     }
+
+
+def check_graph_scopes(graphed) -> tuple[str, ...]:
+    """``graphed`` as a tuple of :data:`CUDA_GRAPH_SCOPES` names, checked: each a known scope,
+    ``"moe_preprocess"`` only with ``"moe_router"`` (as Megatron-Core's ``TransformerConfig``
+    asserts)."""
+    if isinstance(graphed, str) or not isinstance(graphed, tuple | list):
+        raise ValueError(f"graphed must be a tuple of CUDA graph scopes "
+                         f"({', '.join(CUDA_GRAPH_SCOPES)}), got {graphed!r}")
+    for scope in graphed:
+        check_choice("graphed", scope, tuple(CUDA_GRAPH_SCOPES))
+    if "moe_preprocess" in graphed and "moe_router" not in graphed:
+        raise ValueError(f"graphed={tuple(graphed)!r}: 'moe_preprocess' is captured only with "
+                         f"'moe_router' (Megatron-Core's TransformerConfig asserts it)")
+    return tuple(graphed)
 
 
 def host_stretch_exposed_s(segments, host_backward_s=0.0, gpu_backward_s=0.0

@@ -206,3 +206,45 @@ def test_dense_models_do_not_move():
     for key in ("layer_forward_s", "layer_recompute_s", "layer_expert_loop_s"):
         assert np.array_equal(on[key], off[key]), key
     assert float(on["layer_expert_loop_s"][0]) == 0.0
+
+
+# ------------------------------------------------------------------ captured CUDA graphs
+def test_captured_scopes_leave_the_count_for_one_graph_launch():
+    m = catalog.model(MOE)
+    plain = moe.layer_host_calls(m, 16, 8, fp8=True)
+    graphed = moe.layer_host_calls(m, 16, 8, fp8=True, graphed=("moe_router", "moe_preprocess"))
+    # forward rest: 23 ops - norm 1 - router 4 - preprocess 10 (the 4 copies stay) + 1 launch
+    assert graphed["forward_rest"] == {"module": 3.0, "op": 9.0}
+    # backward: 20 ops - norm 1 - router 4 + 1 launch; the modules stay
+    assert graphed["backward"] == {"module": 5.0, "op": 16.0}
+    assert graphed["forward_experts"] == plain["forward_experts"]
+    assert graphed["forward_combine"] == plain["forward_combine"]
+    full = moe.layer_host_calls(m, 16, 8, graphed=("attn", "moe_router", "moe_preprocess"))
+    # and the attention block: its 3 modules, RoPE 2 and the first bias-dropout-add go too
+    assert full["forward_rest"] == {"module": 0.0, "op": 6.0}
+    assert full["backward"] == {"module": 2.0, "op": 10.0}  # the grouped linears, 8 + 2
+    # DeepSeek-V3 with its router graphed: the shared expert is computed inside the graph
+    ds = moe.layer_host_calls(catalog.model("deepseek-v3"), 8, 32, graphed=("moe_router",))
+    assert ds["forward_rest"]["module"] == 6.0
+
+
+@pytest.mark.parametrize("graphed, match", [
+    (("moe_preprocess",), "moe_router"), (("router",), "graphed"), ("attn", "graphed")])
+def test_bad_graph_scopes_name_the_parameter(graphed, match):
+    with pytest.raises(ValueError, match=match):
+        moe.layer_host_calls(catalog.model(MOE), 16, 8, graphed=graphed)
+    with pytest.raises(ValueError, match=match):
+        replace(CORE, cuda_graph_scopes=graphed)
+
+
+def test_a_runs_recipe_sets_its_cuda_graphs():
+    from scaleout.plan import published
+
+    cases, _ = published.cases()
+    by = {c.label: c for c in cases}
+    b200 = by["qwen3-30b-a3b FP8-MX on 8 × B200"].framework
+    assert b200.cuda_graph_scopes == ("moe_router", "moe_preprocess")
+    h100 = by["qwen3-30b-a3b FP8-CS on 16 × H100-SXM5-80GB"].framework
+    assert h100.cuda_graph_scopes == ()  # the recipe sets none for H100 FP8-CS
+    assert CORE.cuda_graph_scopes == () and "cuda_graph_impl" in CORE.sources[
+        "cuda_graph_scopes"]

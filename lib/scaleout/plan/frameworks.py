@@ -87,6 +87,11 @@ moe_host_layer
     functions run their backward in Python, one call per module). Off: the launches after the
     wait in the MoE part only (:func:`scaleout.moe.moe_host_ops`), against the expert GEMMs
     and the dispatch behind them.
+cuda_graph_scopes
+    The parts of each layer captured as CUDA graphs and replayed with one launch
+    (Megatron-Core ``--cuda-graph-impl transformer_engine --cuda-graph-scope``:
+    :data:`scaleout.moe.CUDA_GRAPH_SCOPES`): their calls leave the host's count of the stretch
+    between two waits (:func:`scaleout.moe.layer_host_calls`). None by default.
 a2a_overlap
     The mixture-of-experts dispatch and combine all-to-alls overlapped with computation
     (Megatron-Core ``--overlap-moe-expert-parallel-comm``; DeepSeek's DualPipe): only the part
@@ -140,7 +145,7 @@ from dataclasses import dataclass, field, replace
 
 from ..checks import check_choice, check_range, close_matches
 from ..memory import RECOMPUTE_KINDS
-from ..moe import DISPATCHERS
+from ..moe import DISPATCHERS, check_graph_scopes
 from ..units import MIB
 
 __all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "PIPELINE_SCHEDULES", "SWITCHES", "Framework",
@@ -179,6 +184,7 @@ class Framework:
     expert_gemm_loop: bool = False
     moe_host_sync: bool = False
     moe_host_layer: bool = False
+    cuda_graph_scopes: tuple[str, ...] = ()
     a2a_overlap: bool = False
     pipeline_schedule: str = "1f1b"
     comm_sm_share: float = 0.0
@@ -198,6 +204,7 @@ class Framework:
         check_choice("moe_dispatcher", self.moe_dispatcher, DISPATCHERS)
         for kind in self.recompute_kinds:
             check_choice("recompute_kinds", kind, RECOMPUTE_KINDS)
+        check_graph_scopes(self.cuda_graph_scopes)
         if self.moe_host_layer and not self.moe_host_sync:
             raise ValueError(f"moe_host_layer=True needs moe_host_sync=True (framework "
                              f"{self.name!r}): the stretch it counts runs between two of the "
@@ -367,6 +374,10 @@ _MEGATRON_CORE = Framework(
                           "token_dispatcher,moe_layer}.py at Megatron-LM 92c8482e; "
                           "Transformer Engine v2.9 modules); counted in scaleout.moe."
                           "LAYER_HOST_CALLS",
+        "cuda_graph_scopes": "none: cuda_graph_impl = 'none' by default (megatron/core/"
+                             "transformer/transformer_config.py at Megatron-LM 92c8482e); a "
+                             "run's recipe sets its scopes (Megatron Bridge's "
+                             "scripts/performance/configs at 5776a6d9)",
         "moe_host_sync": "dropless routing: MoEAlltoAllTokenDispatcher copies the token counts "
                          "to the host and waits (_maybe_dtoh_and_synchronize at "
                          "'before_ep_alltoall', megatron/core/transformer/moe/"

@@ -76,9 +76,11 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   then the next layer's attention block, router and dispatcher preprocessing: Transformer
   Engine modules and eager operators counted from Megatron-Core, :func:`scaleout.moe.
   layer_host_calls`, each at the host time measured on that system's CPU, :func:`scaleout.moe.
-  host_call_s`: Grace on GB200, x86 elsewhere) are laid out in issue order against the GPU's
-  work of the whole layer (the dispatch all-to-all, the expert GEMMs, the combine all-to-all,
-  the rest of the layer; :func:`scaleout.moe.host_stretch_exposed_s`), and the backward's
+  host_call_s`: Grace on GB200, x86 elsewhere; the calls a run captures in CUDA graphs,
+  :attr:`Framework.cuda_graph_scopes`, as one launch) are laid out in issue order against the
+  GPU's work of the whole layer (the dispatch all-to-all, the expert GEMMs, the combine
+  all-to-all, the rest of the layer; :func:`scaleout.moe.host_stretch_exposed_s`), and the
+  backward's
   calls against the layer's backward; without that switch, the launches after the wait in the
   MoE part alone (:func:`scaleout.moe.moe_host_ops`) against the expert GEMMs and the dispatch
   behind them. The GPU's idle time is added to the layer's forward and backward; the
@@ -503,7 +505,8 @@ def _host_stretch(ctx: Context, x: _Shape, rest, experts: dict[str, np.ndarray],
     in the backward the layer's backward (twice ``rest``, the experts' backward GEMMs, the
     backward all-to-alls)."""
     calls = moe.layer_host_calls(ctx.model, n_local, x.ep, fp8=ctx.recipe.fp8,
-                                 dispatcher=ctx.framework.moe_dispatcher)
+                                 dispatcher=ctx.framework.moe_dispatcher,
+                                 graphed=ctx.framework.cuda_graph_scopes)
 
     def host(part: str, gemms: int) -> np.ndarray:
         c = calls[part]
