@@ -35,6 +35,13 @@ Sources
   the other launches Megatron-Core issues from Python in the same stretch (:data:`MOE_HOST_OPS`,
   counted from its token dispatcher and ``TEGroupedMLP``), each at the host time of one eager
   PyTorch operator measured on a DGX H100 host (Transformer Engine issue #2053).
+* The whole stretch between two of the host's waits (:func:`layer_host_calls`,
+  :data:`LAYER_HOST_CALLS`): one transformer layer's Transformer Engine module calls and eager
+  operators counted from Megatron-Core's ``TransformerLayer``, ``SelfAttention`` /
+  ``MLASelfAttention``, ``TopKRouter`` and token dispatcher (Megatron-LM 92c8482e), each
+  priced on its system's host CPU (:func:`host_call_s`: Transformer Engine issue #2053's
+  table, a ``torch.nn.Linear`` and a ``te.Linear`` forward timed on the host of a DGX H100, a
+  GB200 and a GH200).
 
 Every function takes numpy arrays where a planner would sweep (token counts, EP sizes),
 checks its inputs and raises ``ValueError`` naming the parameter, the value and what is
@@ -65,8 +72,10 @@ from .checks import (
 from .collectives import _link
 
 __all__ = [
+    "CUDA_GRAPH_SCOPES",
     "DISPATCHERS",
     "EXPERT_LOOP_GEMMS",
+    "LAYER_HOST_CALLS",
     "MOE_HOST_OPS",
     "SCHEDULES",
     "CapacityOutcome",
@@ -78,6 +87,7 @@ __all__ = [
     "all_to_all_time",
     "capacity_outcome",
     "check_ep",
+    "check_graph_scopes",
     "dispatch_copies",
     "ep_sizes",
     "expected_max_load",
@@ -91,9 +101,12 @@ __all__ = [
     "experts_per_gpu",
     "fold",
     "fold_groups",
+    "host_call_s",
     "host_op_cost",
+    "host_stretch_exposed_s",
     "layer_comm_time",
     "layer_flops",
+    "layer_host_calls",
     "layer_seconds",
     "model_state_per_gpu",
     "moe_host_ops",
@@ -452,10 +465,18 @@ def expert_loop_cost(name: str = "te-multi-stream-cublaslt-gemm") -> HostCallCos
     return catalog.lookup("host call cost", _host_calls(), name, "name")
 
 
+#: The calls ``data/host_overheads.toml``'s ``[[op]]`` entries time: an eager PyTorch operator
+#: (``torch.nn.Linear``) and a Transformer Engine module (``te.Linear``).
+HOST_CALLS = ("torch.nn.Linear", "te.Linear")
+#: The ``[[op]]`` entry of every GPU no entry names in its ``gpus``: the x86 host of a DGX H100.
+DEFAULT_HOST_OP = "pytorch-eager-op-x86"
+
+
 @dataclass(frozen=True)
 class HostOpCost(catalog.Entry):
-    """A measured host time of one eager operator issued from Python (``data/host_overheads.toml``,
-    ``[[op]]``)."""
+    """A measured host time of one call issued from Python on one host CPU
+    (``data/host_overheads.toml``, ``[[op]]``): an eager operator or a Transformer Engine
+    module (``call``, :data:`HOST_CALLS`)."""
 
     name: str = catalog.field_of("", "catalog name")
     what: str = catalog.field_of("", "the call measured, and through which code")
@@ -464,6 +485,11 @@ class HostOpCost(catalog.Entry):
     gpu: str = catalog.field_of("", "the GPU of the measurement")
     host: str = catalog.field_of("", "the host CPU of the measurement")
     source: str = catalog.field_of("", "where the figures come from")
+    call: str = catalog.field_of("", "what was called", choices=HOST_CALLS,
+                                 default="torch.nn.Linear")
+    gpus: tuple[str, ...] = catalog.field_of(
+        "", "catalog GPUs whose systems carry this host CPU (none: not the default x86 host's)",
+        default=())
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -491,6 +517,43 @@ def host_op_cost(name: str = "pytorch-eager-op-x86") -> HostOpCost:
         An unknown name (with the close ones), or a malformed file naming file, entry, field.
     """
     return catalog.lookup("host op cost", _host_ops(), name, "name")
+
+
+def host_call_s(gpu: str, call: str = "torch.nn.Linear") -> float:
+    """Seconds of host time one ``call`` (:data:`HOST_CALLS`) costs on the host CPU of
+    ``gpu``'s system (``data/host_overheads.toml``, ``[[op]]``).
+
+    The host is the one whose entries name ``gpu`` in their ``gpus`` (a GB200's Grace CPU),
+    else the x86 host of :data:`DEFAULT_HOST_OP` (DGX/HGX servers). An eager operator costs
+    that host's ``torch.nn.Linear`` time; a Transformer Engine module its ``te.Linear`` time,
+    or, where that host has none, its ``torch.nn.Linear`` time times the mean ratio
+    ``te.Linear / torch.nn.Linear`` of the hosts that have both (Transformer Engine issue
+    #2053: 99.66 / 37.08 on GB200, 90.53 / 33.17 on GH200; mean 2.708): a module taken to
+    cost the same multiple of an eager operator on every host. Only ``call`` is checked
+    (an unknown ``gpu`` gets the default host).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``call``; a file without the entries needed (naming them).
+    """
+    check_choice("call", call, HOST_CALLS)
+    entries = list(_host_ops().values())
+    named = [e for e in entries if gpu in e.gpus]
+    torch_op = next((e for e in named if e.call == "torch.nn.Linear"), None) or host_op_cost(
+        DEFAULT_HOST_OP)
+    if call == "torch.nn.Linear":
+        return torch_op.per_op_s
+    own = next((e for e in entries if e.call == call and e.host == torch_op.host), None)
+    if own is not None:
+        return own.per_op_s
+    ratios = [m.cpu_us / t.cpu_us for m in entries if m.call == call
+              for t in entries if t.call == "torch.nn.Linear" and t.host == m.host]
+    if not ratios:
+        raise ValueError(f"host_overheads.toml: no host has both a {call!r} and a "
+                         f"'torch.nn.Linear' [[op]] entry, so the {call!r} cost on "
+                         f"{torch_op.host!r} cannot be derived")
+    return torch_op.per_op_s * sum(ratios) / len(ratios)
 
 
 #: Launches Megatron-Core issues from Python in one MoE layer and micro-batch besides the expert
@@ -568,6 +631,208 @@ def moe_host_ops(local_experts, ep=2, *, dispatcher: str = "alltoall", fp8: bool
     return out
 
 
+#: The host's calls of one transformer layer with an MoE part, per micro-batch, besides the
+#: expert GEMMs and :data:`MOE_HOST_OPS`: the rest of the stretch between two of the host's
+#: waits (from one MoE layer's wait before its dispatch all-to-all to the next MoE layer's),
+#: counted at Megatron-LM 92c8482e (the submodule of Megatron Bridge 5776a6d9) with
+#: Transformer Engine v2.9, the Transformer Engine layer spec, no tensor-parallel experts.
+#: ``"module"``: calls of a Transformer Engine module (``te.Linear``-class: its Python
+#: bookkeeping and an autograd function), ``"op"``: eager operators, fused kernels launched
+#: from Python (Triton, TE's fused functions, TorchScript-fused elementwise) and NCCL calls.
+#:
+#: forward:
+#:
+#: * module ``"attention"`` 3: ``SelfAttention``'s ``linear_qkv``
+#:   (``TELayerNormColumnParallelLinear``, the input norm fused), ``core_attention``
+#:   (``TEDotProductAttention``) and ``linear_proj`` (``TERowParallelLinear``); ``"mla"`` 6
+#:   instead for multi-head latent attention (``MLASelfAttention``: ``linear_q_down_proj``,
+#:   ``linear_q_up_proj``, ``linear_kv_down_proj``, ``linear_kv_up_proj``, ``core_attention``,
+#:   ``linear_proj``; 5 without a query latent, ``linear_q_proj`` alone);
+#: * module ``"experts"`` 2: ``TEGroupedMLP``'s ``linear_fc1`` and ``linear_fc2``
+#:   (``TEGroupedLinear``), the module's own Python around its per-expert GEMMs (the input
+#:   split and the quantizers per expert; Transformer Engine issue #1499);
+#: * module ``"shared_expert"`` 2, with shared experts: ``SharedExpertMLP``'s ``linear_fc1`` and
+#:   ``linear_fc2`` (one MLP for all shared experts);
+#: * op ``"rope"`` 2: the fused RoPE on the query and the key (TE ``FusedRoPEFunc``, one each);
+#:   ``"bias_dropout_add"`` 2 (after attention, after the MLP; one fused kernel each);
+#:   ``"norm"`` 1: ``pre_mlp_layernorm`` (``TENorm``, a fusible TE op counted as one operator);
+#: * op ``"router"`` 4: ``TopKRouter.gating`` (``RouterGatingLinearFunction``, one GEMM), the
+#:   fused top-k with its score function, and with the auxiliary load-balancing loss the fused
+#:   scores for it and the fused loss;
+#: * op ``"preprocess"`` 10, the ``"alltoall"`` dispatcher with expert parallelism:
+#:   ``MoEAlltoAllTokenDispatcher.preprocess``: the routing map's column sum and its ``long``,
+#:   the input splits' sum, the all-gather of the counts over the expert group, the local
+#:   experts' slice made contiguous, three sums (per rank, over ranks, per local expert); the
+#:   fused ``permute``: TE's row-id map and permutation kernels; and ``"dtoh_copies"`` 4:
+#:   ``_maybe_dtoh_and_synchronize``'s device-to-host copies (the counts, the input, output
+#:   and tensor-parallel output splits);
+#: * op, the ``"alltoall"`` dispatcher after the experts: ``"restore_sort"`` 2 with more than
+#:   one local expert (``sort_chunks_by_idxs`` back: TE's chunk-sort map and kernel),
+#:   ``"combine_all_to_all"`` 1 with expert parallelism, ``"unpermute"`` 1 (TE's fused
+#:   unpermute with the routing map).
+#:
+#: backward (autograd; Transformer Engine's functions run their backward in Python):
+#:
+#: * module: the same calls as forward, each one module call again (no backward figure was
+#:   measured; a module's backward launches more kernels than its forward: a lower bound);
+#: * op ``"rope"`` 2, ``"bias_dropout_add"`` 2, ``"norm"`` 1 (their backward);
+#:   ``"router"`` 4 (the gating's input and weight gradients, the top-k's and the auxiliary
+#:   loss's backward); the MoE part's own backward launches are :data:`MOE_HOST_OPS`'.
+#:
+#: Captured CUDA graphs (Megatron-Core ``--cuda-graph-impl transformer_engine`` with a
+#: ``--cuda-graph-scope``, :data:`CUDA_GRAPH_SCOPES`) replace the calls they capture by one
+#: graph launch forward and one backward (op ``"graph_launch"``, priced as one eager operator:
+#: not measured). Not counted: Qwen3's query/key norms (no catalog field says a model has
+#: them), the random router logits of a force-balanced benchmark, the FP8 recipes' extra
+#: Python per module and their per-expert quantize launches from C++, DeepEP's and HybridEP's
+#: own launches, allocations. A lower bound on the host's time.
+LAYER_HOST_CALLS = {
+    "forward": {"module": {"attention": 3, "mla": 6, "mla_no_q_latent": 5, "experts": 2,
+                           "shared_expert": 2},
+                "op": {"rope": 2, "bias_dropout_add": 2, "norm": 1, "router": 4,
+                       "preprocess": 10, "dtoh_copies": 4, "combine_all_to_all": 1,
+                       "restore_sort": 2, "unpermute": 1, "graph_launch": 1}},
+    "backward": {"module": {"attention": 3, "mla": 6, "mla_no_q_latent": 5, "experts": 2,
+                            "shared_expert": 2},
+                 "op": {"rope": 2, "bias_dropout_add": 2, "norm": 1, "router": 4,
+                        "graph_launch": 1}},
+}
+
+#: What each Megatron-Core CUDA graph scope captures of :data:`LAYER_HOST_CALLS` (forward and
+#: backward alike; ``TransformerLayer._te_cuda_graph_capture`` at Megatron-LM 92c8482e: one
+#: graph per layer, the attention part, ``_forward_attention``, with ``"attn"``, and the MoE
+#: layer's start, ``_forward_mlp`` up to the early return, with ``"moe_router"``):
+#: ``"attn"`` the attention modules, the RoPE and the first bias-dropout-add; ``"moe_router"``
+#: the pre-MLP norm, the router and the shared experts (computed before the routing);
+#: ``"moe_preprocess"`` (only with ``"moe_router"``) the dispatcher's preprocessing and
+#: permutation, its device-to-host copies moved out of the graph to just before the wait
+#: (``MoEAlltoAllTokenDispatcher.cuda_dtoh_point = "before_ep_alltoall"``).
+CUDA_GRAPH_SCOPES = {
+    "attn": {"module": ("attention",), "op": {"rope": 2, "bias_dropout_add": 1}},
+    "moe_router": {"module": ("shared_expert",), "op": {"norm": 1, "router": 4}},
+    "moe_preprocess": {"module": (), "op": {"preprocess": 10}},
+}
+
+
+def layer_host_calls(model: ModelSpec, local_experts, ep=2, *, dispatcher: str = "alltoall",
+                     fp8: bool = False, graphed: tuple[str, ...] = ()
+                     ) -> dict[str, dict[str, float | np.ndarray]]:
+    """The host's calls in one stretch between two waits, one MoE layer and micro-batch
+    (:data:`LAYER_HOST_CALLS` plus :func:`moe_host_ops`' MoE part), besides the expert GEMMs:
+    ``{"forward_experts", "forward_combine", "forward_rest", "backward"}``, each
+    ``{"module", "op"}``, in the order the host issues them after the wait:
+    ``"forward_experts"`` the dispatch to the experts' output (:func:`moe_host_ops`' forward
+    launches, the two grouped-linear modules), ``"forward_combine"`` the restore sort, the
+    combine all-to-all and the unpermute, ``"forward_rest"`` the rest of the stretch (the
+    bias-dropout-adds, the next layer's attention block, shared experts, norm, router and the
+    dispatcher's preprocessing up to its wait).
+
+    The dispatcher's preprocessing and combine launches count for the ``"alltoall"``
+    dispatcher (the preprocessing and the combine all-to-all only with ``ep > 1``, the restore
+    sort only with ``local_experts > 1``); the other dispatchers' own launches are not
+    counted. ``graphed``: the CUDA graph scopes captured (:data:`CUDA_GRAPH_SCOPES`), whose
+    calls become one graph launch forward and one backward. Array-friendly in
+    ``local_experts`` and ``ep``.
+    """
+    if not isinstance(model, ModelSpec):
+        raise ValueError(f"model must be a scaleout.catalog.ModelSpec, got {model!r}")
+    graphed = check_graph_scopes(graphed)
+    moe_ops = moe_host_ops(local_experts, ep, dispatcher=dispatcher, fp8=fp8)
+    n, e = np.asarray(local_experts, dtype=float), np.asarray(ep, dtype=float)
+    zero = 0.0 * n * e
+    attention = ("attention" if not model.is_mla
+                 else "mla" if model.q_lora_rank else "mla_no_q_latent")
+    mine = dispatcher == "alltoall"  # the other dispatchers' own launches: not counted
+    gone_mod = {k for g in graphed for k in CUDA_GRAPH_SCOPES[g]["module"]}
+    gone_op = {k: sum(CUDA_GRAPH_SCOPES[g]["op"].get(k, 0) for g in graphed)
+               for k in ("rope", "bias_dropout_add", "norm", "router", "preprocess")}
+
+    def left(phase: str, key: str) -> float:
+        return LAYER_HOST_CALLS[phase]["op"][key] - gone_op.get(key, 0)
+
+    def modules(phase: str) -> float:
+        c = LAYER_HOST_CALLS[phase]["module"]
+        return float((0 if "attention" in gone_mod else c[attention])
+                     + (c["shared_expert"] if model.shared_experts
+                        and "shared_expert" not in gone_mod else 0))
+
+    def rest_ops(phase: str):
+        return (left(phase, "rope") + left(phase, "bias_dropout_add") + left(phase, "norm")
+                + left(phase, "router")
+                + (LAYER_HOST_CALLS[phase]["op"]["graph_launch"] if graphed else 0))
+
+    f = LAYER_HOST_CALLS["forward"]["op"]
+    combine = mine * (np.where(e > 1, f["combine_all_to_all"], 0)
+                      + np.where(n > 1, f["restore_sort"], 0) + f["unpermute"])
+    rest_f = rest_ops("forward") + mine * np.where(
+        e > 1, left("forward", "preprocess") + f["dtoh_copies"], 0)
+    experts = float(LAYER_HOST_CALLS["forward"]["module"]["experts"])
+    return {
+        "forward_experts": {"module": experts,
+                            "op": _out(np.asarray(moe_ops["forward"], dtype=float) + zero)},
+        "forward_combine": {"module": 0.0, "op": _out(combine + zero)},
+        "forward_rest": {"module": modules("forward"), "op": _out(rest_f + zero)},
+        "backward": {"module": modules("backward") + experts,
+                     "op": _out(rest_ops("backward")
+                                + np.asarray(moe_ops["backward"], dtype=float) + zero)},
+    }
+
+
+def check_graph_scopes(graphed) -> tuple[str, ...]:
+    """``graphed`` as a tuple of :data:`CUDA_GRAPH_SCOPES` names, checked: each a known scope,
+    ``"moe_preprocess"`` only with ``"moe_router"`` (as Megatron-Core's ``TransformerConfig``
+    asserts)."""
+    if isinstance(graphed, str) or not isinstance(graphed, tuple | list):
+        raise ValueError(f"graphed must be a tuple of CUDA graph scopes "
+                         f"({', '.join(CUDA_GRAPH_SCOPES)}), got {graphed!r}")
+    for scope in graphed:
+        check_choice("graphed", scope, tuple(CUDA_GRAPH_SCOPES))
+    if "moe_preprocess" in graphed and "moe_router" not in graphed:
+        raise ValueError(f"graphed={tuple(graphed)!r}: 'moe_preprocess' is captured only with "
+                         f"'moe_router' (Megatron-Core's TransformerConfig asserts it)")
+    return tuple(graphed)
+
+
+def host_stretch_exposed_s(segments, host_backward_s=0.0, gpu_backward_s=0.0
+                           ) -> dict[str, float | np.ndarray]:
+    """Seconds the host leaves the GPU idle in one stretch between two of its waits (one MoE
+    layer and micro-batch), and in that layer's backward pass.
+
+    Forward: after the wait the GPU's queue is empty, and it runs each launch only once the
+    host has issued it. ``segments`` are the stretch's parts in the order the host issues
+    them, each ``(host_s, gpu_s, last)``: the host's issue time of the part, the GPU's work
+    in it, and whether that work comes with the part's last launch (a single large launch,
+    such as an all-to-all, which cannot start before the host has issued everything before
+    it) or is spread over the part's launches. With ``H_i`` the host's cumulative issue time
+    at the end of part ``i`` and ``F_i`` the time its GPU work is done (``F_0 = 0``):
+    ``F_i = max(F_{i-1}, H_i) + gpu_i`` for a ``last`` part, ``F_i = max(F_{i-1} + gpu_i,
+    H_i)`` for a spread one (its last launch issued at ``H_i``, its own GPU time taken as
+    negligible). The stretch ends at ``F_n`` and the GPU was idle for ``F_n − Σ gpu_i``.
+    Backward: no wait (the counts stay on the host), so the host runs ahead across layers
+    and only ``max(0, host_backward_s − gpu_backward_s)`` shows. Lower bounds.
+    Array-friendly in the times.
+
+    Returns ``{"forward_s", "backward_s", "total_s"}``.
+    """
+    if not isinstance(segments, list | tuple) or not segments:
+        raise ValueError(f"segments must be a non-empty list of (host_s, gpu_s, last), "
+                         f"got {segments!r}")
+    done = issued = busy = 0.0
+    for i, seg in enumerate(segments):
+        if not isinstance(seg, tuple | list) or len(seg) != 3:
+            raise ValueError(f"segments[{i}] must be (host_s, gpu_s, last), got {seg!r}")
+        h = check_array(f"segments[{i}] host_s", seg[0])
+        g = check_array(f"segments[{i}] gpu_s", seg[1])
+        check_bool(f"segments[{i}] last", seg[2])
+        issued = issued + h
+        done = np.maximum(done, issued) + g if seg[2] else np.maximum(done + g, issued)
+        busy = busy + g
+    fwd = np.maximum(done - busy, 0.0)
+    bwd = np.maximum(check_array("host_backward_s", host_backward_s)
+                     - check_array("gpu_backward_s", gpu_backward_s), 0.0)
+    return {"forward_s": _out(fwd), "backward_s": _out(bwd), "total_s": _out(fwd + bwd)}
+
+
 def expert_loop_exposed_s(local_experts, per_call_s: float, forward_gpu_s, backward_gpu_s, *,
                           host_ops=None, per_op_s: float = 0.0
                           ) -> dict[str, float | np.ndarray]:
@@ -585,8 +850,9 @@ def expert_loop_exposed_s(local_experts, per_call_s: float, forward_gpu_s, backw
     behind the host in that stretch (the expert GEMMs' forward, and the dispatch all-to-all
     where it follows the wait). The backward pass keeps the counts on the host (no second
     wait), and the host's launches show only where they outlast the GPU's work on the layer,
-    ``backward_gpu_s``. The host's launches outside the MoE layer are not counted: a lower
-    bound on the host time. Array-friendly in every argument but the two costs.
+    ``backward_gpu_s``. The host's launches outside the MoE layer are not counted here (the
+    whole stretch between two waits: :func:`host_stretch_exposed_s`): a lower bound on the
+    host time. Array-friendly in every argument but the two costs.
 
     Returns ``{"host_forward_s", "host_backward_s", "forward_s", "backward_s", "total_s"}``.
     """

@@ -475,17 +475,24 @@ def test_moe_fp8_and_cp_runs_are_measured_apart_and_their_gap_is_stated():
     issues the rest; before, the all-to-all was charged in full and the host's issue time
     behind it charged again) widens the gap to about 45.1% (Qwen3-30B-A3B on B200 +148%, on
     H100 +158.5%; Qwen3-235B-A22B on B200 +111%): a correction of the timeline, kept although
-    it moves away from the measurements. The planner still runs faster than measured on most
-    MoE rows (Qwen3-30B-A3B on B200 and H100 near or above 150%, which no modelled mechanism
-    explains; the host's launches outside the MoE layer's wait, the per-expert quantize
-    kernels and DeepEP's and HybridEP's launches are not counted). Stated here so that a
-    change that widens the gap fails; the dense 16-bit runs keep their own claim
-    (test_validation.py)."""
+    it moves away from the measurements. Counting the whole stretch between two of the host's
+    waits (Framework.moe_host_layer: one layer's Transformer Engine modules and eager
+    operators, scaleout.moe.LAYER_HOST_CALLS, issued in order against the GPU's work of the
+    whole layer, scaleout.moe.host_stretch_exposed_s, each call at its system's measured host
+    time: GB200's Grace 2.75 times the DGX H100's Xeon, TE issue #2053; nothing fitted; the
+    calls a run's recipe captures in CUDA graphs replaced by one launch) takes it to about
+    44.5% (Qwen3-30B-A3B on B200 +142.6%, Qwen3-235B-A22B on B200 +107%, Qwen3-30B-A3B on
+    GB200 +59%; the H100 rows and DeepSeek-V3's report row unchanged, their GPU work hiding
+    the host's). The planner still runs faster than measured on most MoE rows (Qwen3-30B-A3B
+    on B200 and H100 near or above 140%, which no modelled mechanism explains;
+    the per-expert quantize kernels, DeepEP's and HybridEP's own launches and the FP8 recipes'
+    extra Python per module are not counted). Stated here so that a change that widens the gap
+    fails; the dense 16-bit runs keep their own claim (test_validation.py)."""
     cv = plan.cross_validation()
     new = cv.overall("held out", dense_16bit=False)
     dense = cv.overall("held out", dense_16bit=True)
     assert new["cases"] >= 19 and dense["cases"] + new["cases"] == cv.overall("held out")["cases"]
-    assert new["mean_abs_pct"] < 45.5 and new["worst_abs_pct"] < 160
+    assert new["mean_abs_pct"] < 44.7 and new["worst_abs_pct"] < 160
     assert new["mean_abs_pct"] < new["baseline_mean_abs_pct"] - 5
     fp8_dense = [r for r in cv.held_out
                  if "FP8" in r.mechanisms and "mixture of experts" not in r.mechanisms]

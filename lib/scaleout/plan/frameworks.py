@@ -73,7 +73,25 @@ moe_host_sync
     from Python after the wait run as they are issued: each at a measured host time per
     eager operator (:func:`scaleout.moe.moe_host_ops`, :func:`scaleout.moe.host_op_cost`),
     exposed where they outlast the GPU's work queued behind them
-    (:func:`scaleout.moe.expert_loop_exposed_s`).
+    (:func:`scaleout.moe.expert_loop_exposed_s`). The host's time per call is its system's
+    (:func:`scaleout.moe.host_call_s`: a Grace CPU in a GB200 system, an x86 CPU elsewhere).
+moe_host_layer
+    With ``moe_host_sync``: the whole stretch between two of the host's waits counted, not the
+    MoE part alone. After one MoE layer's wait the host issues the rest of that layer and the
+    next layer's attention block, router and dispatcher preprocessing before it waits again,
+    and the GPU runs each of those launches only as it is issued: one layer's forward takes at
+    least the host's issue time of one whole layer (its Transformer Engine module calls and
+    its eager operators, :func:`scaleout.moe.layer_host_calls`, each at its system's measured
+    host time), against the GPU's work of the whole layer (its computation and, where not
+    overlapped, its all-to-alls); the backward likewise (Transformer Engine's autograd
+    functions run their backward in Python, one call per module). Off: the launches after the
+    wait in the MoE part only (:func:`scaleout.moe.moe_host_ops`), against the expert GEMMs
+    and the dispatch behind them.
+cuda_graph_scopes
+    The parts of each layer captured as CUDA graphs and replayed with one launch
+    (Megatron-Core ``--cuda-graph-impl transformer_engine --cuda-graph-scope``:
+    :data:`scaleout.moe.CUDA_GRAPH_SCOPES`): their calls leave the host's count of the stretch
+    between two waits (:func:`scaleout.moe.layer_host_calls`). None by default.
 a2a_overlap
     The mixture-of-experts dispatch and combine all-to-alls overlapped with computation
     (Megatron-Core ``--overlap-moe-expert-parallel-comm``; DeepSeek's DualPipe): only the part
@@ -127,7 +145,7 @@ from dataclasses import dataclass, field, replace
 
 from ..checks import check_choice, check_range, close_matches
 from ..memory import RECOMPUTE_KINDS
-from ..moe import DISPATCHERS
+from ..moe import DISPATCHERS, check_graph_scopes
 from ..units import MIB
 
 __all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS", "PIPELINE_SCHEDULES", "SWITCHES", "Framework",
@@ -165,6 +183,8 @@ class Framework:
     expert_parallel: bool = False
     expert_gemm_loop: bool = False
     moe_host_sync: bool = False
+    moe_host_layer: bool = False
+    cuda_graph_scopes: tuple[str, ...] = ()
     a2a_overlap: bool = False
     pipeline_schedule: str = "1f1b"
     comm_sm_share: float = 0.0
@@ -184,6 +204,11 @@ class Framework:
         check_choice("moe_dispatcher", self.moe_dispatcher, DISPATCHERS)
         for kind in self.recompute_kinds:
             check_choice("recompute_kinds", kind, RECOMPUTE_KINDS)
+        check_graph_scopes(self.cuda_graph_scopes)
+        if self.moe_host_layer and not self.moe_host_sync:
+            raise ValueError(f"moe_host_layer=True needs moe_host_sync=True (framework "
+                             f"{self.name!r}): the stretch it counts runs between two of the "
+                             f"host's waits")
 
     def with_switches(self, switches: Mapping[str, bool] | None) -> Framework:
         """This preset with some of its :data:`SWITCHES` turned off (or left on).
@@ -335,9 +360,24 @@ _MEGATRON_CORE = Framework(
     grad_bucket_bytes=40e6 * 4, grad_overlap=True, param_gather_overlap=True,
     zero3_unit="layer", zero3_prefetch=1, zero_stages=(0, 1, 3), max_zero_with_pp=1,
     tp_overlap=True, p2p_overlap=True, hybrid_shard=True, cp_variant="ring",
-    expert_parallel=True, expert_gemm_loop=True, moe_host_sync=True, a2a_overlap=False,
-    moe_dispatcher="alltoall",
+    expert_parallel=True, expert_gemm_loop=True, moe_host_sync=True, moe_host_layer=True,
+    a2a_overlap=False, moe_dispatcher="alltoall",
     sources={
+        "moe_host_layer": "between two waits (MoEAlltoAllTokenDispatcher.token_dispatch's "
+                          "'before_ep_alltoall' in consecutive MoE layers) the host issues "
+                          "the rest of the MoE layer and the next TransformerLayer.forward: "
+                          "TELayerNormColumnParallelLinear (linear_qkv), TEDotProductAttention, "
+                          "TERowParallelLinear (linear_proj), the fused RoPE and "
+                          "bias-dropout-adds, TENorm (pre_mlp_layernorm), TopKRouter (gating, "
+                          "fused top-k, aux loss) and dispatch_preprocess (megatron/core/"
+                          "transformer/{transformer_layer,attention}.py, moe/{router,"
+                          "token_dispatcher,moe_layer}.py at Megatron-LM 92c8482e; "
+                          "Transformer Engine v2.9 modules); counted in scaleout.moe."
+                          "LAYER_HOST_CALLS",
+        "cuda_graph_scopes": "none: cuda_graph_impl = 'none' by default (megatron/core/"
+                             "transformer/transformer_config.py at Megatron-LM 92c8482e); a "
+                             "run's recipe sets its scopes (Megatron Bridge's "
+                             "scripts/performance/configs at 5776a6d9)",
         "moe_host_sync": "dropless routing: MoEAlltoAllTokenDispatcher copies the token counts "
                          "to the host and waits (_maybe_dtoh_and_synchronize at "
                          "'before_ep_alltoall', megatron/core/transformer/moe/"

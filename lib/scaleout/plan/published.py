@@ -326,9 +326,9 @@ _RECOMPUTE_MODULES = {"layernorm": "norms", "moe_act": "moe_swiglu",
 
 
 def _bridge_framework(run: dict) -> tuple[str | Framework, list[str]]:
-    """Megatron-Core with the MoE settings a run's recipe sets (the file's ``dispatcher`` and
-    ``recompute_modules``; its ``moe_a2a_overlap`` is recorded, not applied), and those
-    settings in words; the preset's name where the run records none."""
+    """Megatron-Core with the MoE settings a run's recipe sets (the file's ``dispatcher``,
+    ``recompute_modules`` and ``cuda_graph_scope``; its ``moe_a2a_overlap`` is recorded, not
+    applied), and those settings in words; the preset's name where the run records none."""
     if "dispatcher" not in run:
         return "megatron-core", []
     base = framework("megatron-core")
@@ -336,16 +336,19 @@ def _bridge_framework(run: dict) -> tuple[str | Framework, list[str]]:
                   if r in _RECOMPUTE_MODULES)
     unmodelled = [r for r in run["recompute_modules"] if r not in _RECOMPUTE_MODULES]
     overlap = False
+    graphs = tuple(run.get("cuda_graph_scope", ()))
     said = [f"the {run['dispatcher']} token dispatcher (the recipe's)",
+            "CUDA graphs of " + (", ".join(graphs) or "nothing") + " (the recipe's)",
             "the recipe's recompute modules: " + (", ".join(run["recompute_modules"]) or "none")
             + (f" ({', '.join(unmodelled)} not modelled)" if unmodelled else ""),
             "no all-to-all overlap" + (" (the recipe sets moe_a2a_overlap; not applied)"
                                        if run["moe_a2a_overlap"] else " (the recipe's)")]
     fw = replace(base, moe_dispatcher=run["dispatcher"], recompute_kinds=kinds,
-                 a2a_overlap=overlap,
+                 a2a_overlap=overlap, cuda_graph_scopes=graphs,
                  label=f"{base.label}, {run['dispatcher']} dispatcher"
                        + (", all-to-all overlapped" if overlap else "")
-                       + (f", recomputing {', '.join(kinds)}" if kinds else ""))
+                       + (f", recomputing {', '.join(kinds)}" if kinds else "")
+                       + (f", CUDA graphs of {', '.join(graphs)}" if graphs else ""))
     return (fw if fw != base else "megatron-core"), said
 
 

@@ -70,10 +70,20 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   local expert from the host (:attr:`Framework.expert_gemm_loop`), the host's issue time
   beyond the GPU's work (:func:`scaleout.moe.expert_loop_exposed_s`, a measured cost per
   GEMM from ``data/host_overheads.toml``), and where its dropless layer makes the host wait
-  for the GPU (:attr:`Framework.moe_host_sync`), its other launches from Python after the wait
-  (:func:`scaleout.moe.moe_host_ops`, a measured host time per eager operator), against the
-  GPU's work queued behind them (the expert GEMMs, and the dispatch all-to-all where the
-  ``"alltoall"`` dispatcher waits before it), added to the layer's forward and backward; the
+  for the GPU once per MoE layer's forward pass (:attr:`Framework.moe_host_sync`), the whole
+  stretch between two waits (:attr:`Framework.moe_host_layer`): the GPU runs each launch only
+  as the host issues it, so the host's calls of one whole layer (the MoE part after the wait,
+  then the next layer's attention block, router and dispatcher preprocessing: Transformer
+  Engine modules and eager operators counted from Megatron-Core, :func:`scaleout.moe.
+  layer_host_calls`, each at the host time measured on that system's CPU, :func:`scaleout.moe.
+  host_call_s`: Grace on GB200, x86 elsewhere; the calls a run captures in CUDA graphs,
+  :attr:`Framework.cuda_graph_scopes`, as one launch) are laid out in issue order against the
+  GPU's work of the whole layer (the dispatch all-to-all, the expert GEMMs, the combine
+  all-to-all, the rest of the layer; :func:`scaleout.moe.host_stretch_exposed_s`), and the
+  backward's
+  calls against the layer's backward; without that switch, the launches after the wait in the
+  MoE part alone (:func:`scaleout.moe.moe_host_ops`) against the expert GEMMs and the dispatch
+  behind them. The GPU's idle time is added to the layer's forward and backward; the
   dispatch and combine all-to-alls of every MoE layer and micro-batch
   (:func:`scaleout.moe.layer_comm_time` over the ``ep`` GPUs of the expert group, for the
   ``b s/(cp tp)`` tokens a GPU routes, as the framework's dispatcher sends them: one copy per
@@ -265,6 +275,7 @@ class Context:
     quantize_bytes_per_token: float = 0.0
     expert_call_s: float = 0.0
     host_op_s: float = 0.0
+    host_module_s: float = 0.0
 
 
 def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
@@ -307,7 +318,9 @@ def context(model, gpu, network, calibration, recipe, seq_len, global_batch,
                    rec.quantize_bytes * sum(compute.linear_io_per_token(m).values()),
                    moe.expert_loop_cost().per_call_s if fw.expert_gemm_loop and m.is_moe
                    else 0.0,
-                   moe.host_op_cost().per_op_s if fw.moe_host_sync and m.is_moe else 0.0)
+                   moe.host_call_s(g.name) if fw.moe_host_sync and m.is_moe else 0.0,
+                   moe.host_call_s(g.name, "te.Linear") if fw.moe_host_layer and m.is_moe
+                   else 0.0)
 
 
 @dataclass(frozen=True)
@@ -478,6 +491,44 @@ def every_other_matmul_params(m: ModelSpec) -> float:
     return float(sum(mats[1::2]))
 
 
+def _host_stretch(ctx: Context, x: _Shape, rest, experts: dict[str, np.ndarray],
+                  a2a: dict[str, np.ndarray], n_local) -> dict[str, np.ndarray]:
+    """The host's idle time for the GPU over one stretch between two waits and the layer's
+    backward (:func:`scaleout.moe.host_stretch_exposed_s`, :attr:`Framework.moe_host_layer`):
+    the host's calls (:func:`scaleout.moe.layer_host_calls`: the expert GEMMs at
+    ``expert_call_s``, Transformer Engine modules at ``host_module_s``, eager operators at
+    ``host_op_s``) in the order it issues them after the wait, against the GPU's work: the
+    dispatch all-to-all (issued first by the ``"alltoall"`` dispatcher, which waits before it;
+    last by DeepEP and HybridEP, which wait after it), the expert GEMMs, the combine all-to-all
+    (issued after them; both all-to-alls zero where overlapped), the rest of the layer's
+    forward (``rest``);
+    in the backward the layer's backward (twice ``rest``, the experts' backward GEMMs, the
+    backward all-to-alls)."""
+    calls = moe.layer_host_calls(ctx.model, n_local, x.ep, fp8=ctx.recipe.fp8,
+                                 dispatcher=ctx.framework.moe_dispatcher,
+                                 graphed=ctx.framework.cuda_graph_scopes)
+
+    def host(part: str, gemms: int) -> np.ndarray:
+        c = calls[part]
+        return (n_local * gemms * ctx.expert_call_s + c["op"] * ctx.host_op_s
+                + c["module"] * ctx.host_module_s)
+
+    comm = 0.0 if ctx.framework.a2a_overlap else 1.0  # overlapped: runs beside other work
+    dispatch = (0.0, comm * a2a["dispatch_s"], True)
+    segments = [
+        (host("forward_experts", moe.EXPERT_LOOP_GEMMS["forward"]),
+         experts["moe_forward_gemm_s"], False),
+        (host("forward_combine", 0), comm * (a2a["forward_s"] - a2a["dispatch_s"]), True),
+        (host("forward_rest", 0), rest, False)]
+    # the alltoall dispatcher waits before its dispatch, issued first after the wait; DeepEP
+    # and HybridEP wait after theirs (the received counts), the last launch before the wait
+    segments = ([dispatch, *segments] if ctx.framework.moe_dispatcher == "alltoall"
+                else [*segments, dispatch])
+    return moe.host_stretch_exposed_s(
+        segments, host("backward", moe.EXPERT_LOOP_GEMMS["backward"]),
+        2 * rest + experts["moe_backward_gemm_s"] + comm * a2a["backward_s"])
+
+
 def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
     """Seconds of one layer's forward pass (and the part of it in GEMMs), its recomputation,
     and the output layer's forward + backward, for one micro-batch on one GPU.
@@ -515,14 +566,17 @@ def compute_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
         rest = fwd_layer - experts["layer_expert_gemm_s"]  # the layer's forward besides them
         n_local = m.experts / x.ep
         ops, behind = None, experts["moe_forward_gemm_s"]
-        if ctx.host_op_s:
-            ops = moe.moe_host_ops(n_local, x.ep, dispatcher=ctx.framework.moe_dispatcher,
-                                   fp8=ctx.recipe.fp8)
-            if ctx.framework.moe_dispatcher == "alltoall":  # waits before the dispatch,
-                behind = behind + a2a["dispatch_s"]  # and the dispatch runs behind the host
-        loop = moe.expert_loop_exposed_s(
-            n_local, ctx.expert_call_s, behind, 2 * rest + experts["moe_backward_gemm_s"],
-            host_ops=ops, per_op_s=ctx.host_op_s)
+        if ctx.host_module_s:  # the whole stretch between two waits: one layer's calls
+            loop = _host_stretch(ctx, x, rest, experts, a2a, n_local)
+        else:
+            if ctx.host_op_s:
+                ops = moe.moe_host_ops(n_local, x.ep, dispatcher=ctx.framework.moe_dispatcher,
+                                       fp8=ctx.recipe.fp8)
+                if ctx.framework.moe_dispatcher == "alltoall":  # waits before the dispatch,
+                    behind = behind + a2a["dispatch_s"]  # and the dispatch runs behind the host
+            loop = moe.expert_loop_exposed_s(
+                n_local, ctx.expert_call_s, behind, 2 * rest + experts["moe_backward_gemm_s"],
+                host_ops=ops, per_op_s=ctx.host_op_s)
         loop_s = ctx.experts.moe_share * loop["total_s"] / 3  # forward-pass units, averaged
         fwd_layer = fwd_layer + loop_s
     scores = np.where(x.flash, 0.0, 5 * a * s * s * x.b / x.tp)  # Korthikanti's 5as^2b bytes
@@ -613,14 +667,18 @@ def context_parallel_parts(ctx: Context, x: _Shape) -> dict[str, np.ndarray]:
 
 def _ep_comm(ctx: Context, x: _Shape, rank_imbalance) -> dict[str, np.ndarray]:
     """:func:`scaleout.moe.layer_comm_time` for every plan with ``ep > 1`` (zero elsewhere):
-    ``dispatch_s`` (one forward dispatch) and ``total_s`` (forward and backward, a forward
-    pair more under full recomputation), per MoE layer and micro-batch; the busiest rank
+    ``dispatch_s`` (one forward dispatch), ``forward_s`` and ``backward_s`` (the forward pair,
+    the backward pair) and ``total_s`` (forward and backward, a forward pair more under full
+    recomputation), per MoE layer and micro-batch; the busiest rank
     receives ``ρ`` times the mean, its receive side sets the pace."""
     shape = np.shape(x.tp)
     dispatch, total = np.zeros(shape), np.zeros(shape)
+    forward, backward = np.zeros(shape), np.zeros(shape)
+    out = {"dispatch_s": dispatch, "total_s": total, "forward_s": forward,
+           "backward_s": backward}
     on = np.broadcast_to(x.ep > 1, shape)
     if ctx.experts is None or not on.any():
-        return {"dispatch_s": dispatch, "total_s": total}
+        return out
     links, gpn = ctx.collectives.links, ctx.network.gpus_per_node
     idx = np.flatnonzero(on)
     ep = np.broadcast_to(x.ep, shape).ravel()[idx]
@@ -628,15 +686,18 @@ def _ep_comm(ctx: Context, x: _Shape, rank_imbalance) -> dict[str, np.ndarray]:
     tokens = np.broadcast_to(busiest, shape).ravel()[idx]
     full = np.broadcast_to(x.rc == 2, shape).ravel()[idx]
     d, t_all = np.zeros(idx.size), np.zeros(idx.size)
+    f, b = np.zeros(idx.size), np.zeros(idx.size)
     for e in np.unique(ep):
         mask = ep == e
         t = moe.layer_comm_time(ctx.model, tokens[mask], int(e), gpn, links.intra, links.inter,
                                 ctx.recipe, dispatcher=ctx.framework.moe_dispatcher)
-        d[mask] = t["dispatch_s"]
+        d[mask], f[mask], b[mask] = t["dispatch_s"], t["forward_s"], t["backward_s"]
         t_all[mask] = np.asarray(t["total_s"]) + np.where(full[mask], t["forward_s"], 0.0)
     dispatch.ravel()[idx] = d
     total.ravel()[idx] = t_all
-    return {"dispatch_s": dispatch, "total_s": total}
+    forward.ravel()[idx] = f
+    backward.ravel()[idx] = b
+    return out
 
 
 def expert_parallel_parts(ctx: Context, x: _Shape, c: dict[str, np.ndarray]
