@@ -174,7 +174,9 @@ class Facts:
     sentence saying why the GPU cannot run the recipe (empty when it can:
     :func:`scaleout.memory.precision_problem`); ``cp_variant`` is the framework's context
     parallelism (``""``: none), ``expert_parallel`` whether it has expert parallelism,
-    ``pipeline_schedule`` its schedule (``"1f1b"`` or ``"dualpipe"``).
+    ``pipeline_schedule`` its schedule (``"1f1b"`` or ``"dualpipe"``); ``tensor_parallel``,
+    ``pipeline_parallel``, ``interleaved_schedule``, ``sequence_parallel`` and
+    ``recompute_modes`` what layouts it can run at all.
     """
 
     model: str = ""
@@ -196,6 +198,11 @@ class Facts:
     expert_parallel: bool = True
     pipeline_schedule: str = "1f1b"
     precision: str = ""
+    tensor_parallel: bool = True
+    pipeline_parallel: bool = True
+    interleaved_schedule: bool = True
+    sequence_parallel: bool = True
+    recompute_modes: tuple[str, ...] = RECOMPUTE_MODES
 
     @classmethod
     def of(cls, model, gpus_per_node: int | None = None, *, uneven_layers: bool = False,
@@ -214,7 +221,12 @@ class Facts:
             "max_zero_with_pp": framework.max_zero_with_pp,
             "hybrid_shard": framework.hybrid_shard, "cp_variant": framework.cp_variant,
             "expert_parallel": framework.expert_parallel,
-            "pipeline_schedule": framework.pipeline_schedule}
+            "pipeline_schedule": framework.pipeline_schedule,
+            "tensor_parallel": framework.tensor_parallel,
+            "pipeline_parallel": framework.pipeline_parallel,
+            "interleaved_schedule": framework.interleaved_schedule,
+            "sequence_parallel": framework.sequence_parallel,
+            "recompute_modes": tuple(framework.recompute_modes)}
         if seq_len is not None:
             extra["seq_len"] = check_int("seq_len", seq_len)
         if flash_attention is not None:
@@ -342,6 +354,33 @@ RULES: tuple[Rule, ...] = (
                        f"{r['global_batch'] // (r['dp'] * r['micro_batch'])} micro-batches to "
                        f"be a multiple of pp={r['pp']}"),
          "Megatron-LM's interleaved 1F1B schedule"),
+    Rule("tp_offered", (),
+         lambda a, f: (a["tp"] == 1) | f.tensor_parallel,
+         lambda r, f: (f"tp={r['tp']}: {f.framework or 'this framework'} has no tensor "
+                       "parallelism; allowed: tp=1"),
+         "each framework's layouts (scaleout.plan.frameworks)"),
+    Rule("pp_offered", (),
+         lambda a, f: (a["pp"] == 1) | f.pipeline_parallel,
+         lambda r, f: (f"pp={r['pp']}: {f.framework or 'this framework'} has no pipeline "
+                       "parallelism; allowed: pp=1"),
+         "each framework's layouts (scaleout.plan.frameworks)"),
+    Rule("interleave_offered", (),
+         lambda a, f: (a["interleave"] == 1) | f.interleaved_schedule,
+         lambda r, f: (f"interleave={r['interleave']}: {f.framework or 'this framework'} "
+                       "runs no interleaved pipeline schedule; allowed: interleave=1"),
+         "each framework's pipeline schedules (scaleout.plan.frameworks)"),
+    Rule("sp_offered", (),
+         lambda a, f: ~a["sp"].astype(bool) | f.sequence_parallel,
+         lambda r, f: (f"sp=True: {f.framework or 'this framework'} has no sequence "
+                       "parallelism; allowed: sp=False"),
+         "each framework's layouts (scaleout.plan.frameworks)"),
+    Rule("recompute_offered", (),
+         lambda a, f: (np.isin(a["rc"], [RECOMPUTE_MODES.index(m) for m in f.recompute_modes])
+                       if "rc" in a else np.isin(a["recompute"], f.recompute_modes)),
+         lambda r, f: (f"recompute={_recompute_name(r)!r}: "
+                       f"{f.framework or 'this framework'} offers "
+                       f"{', '.join(repr(m) for m in f.recompute_modes)}"),
+         "each framework's activation recomputation (scaleout.plan.frameworks)"),
     Rule("zero_offered", (),
          lambda a, f: np.isin(a["zero_stage"], f.zero_stages),
          lambda r, f: (f"zero_stage={r['zero_stage']} is not offered by "
@@ -481,6 +520,11 @@ _INDEX = {rule.name: i for i, rule in enumerate(RULES)}
 def _rules(facts: Facts, only: Sequence[str] | None) -> list[Rule]:
     chosen = RULES if only is None else tuple(_BY_NAME[name] for name in only)
     return [rule for rule in chosen if rule.applies(facts)]
+
+
+def _recompute_name(row: Mapping[str, object]) -> str:
+    """A row's recomputation mode by name (a search's rows carry its code, ``rc``)."""
+    return RECOMPUTE_MODES[int(row["rc"])] if "rc" in row else str(row["recompute"])
 
 
 def _as_arrays(a: Mapping[str, object]) -> dict[str, np.ndarray]:

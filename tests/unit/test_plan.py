@@ -195,13 +195,11 @@ def test_search_enumerates_only_valid_plans(big_search):
     assert np.all(m.n_layers % a["pp"] == 0)
     assert np.all(3072 % (a["dp"] * a["micro_batch"]) == 0)
     assert not np.any((a["zero_stage"] >= 2) & (a["pp"] > 1))
-    assert not np.any(a["sp"] & (a["tp"] == 1))
-    v = a["interleave"]
-    assert np.all((v == 1) | ((m.n_layers // a["pp"]) % v == 0))
-    assert np.all((v == 1) | (a["micro_batches"] % a["pp"] == 0))
+    # DeepSpeed of 2021: one 1F1B schedule, no sequence parallelism, whole-layer checkpoints
+    assert np.all(a["interleave"] == 1) and not np.any(a["sp"])
     # every combination of the options appears: the search is exhaustive
     seen = set(zip(a["zero_stage"][a["pp"] == 1], a["recompute"][a["pp"] == 1], strict=True))
-    assert (seen == set(itertools.product(range(4), ("none", "selective", "full")))
+    assert (seen == set(itertools.product(range(4), ("none", "full")))
             or not np.any(a["pp"] == 1))
 
 
@@ -215,17 +213,34 @@ def test_search_is_exhaustive_against_a_brute_force_count():
             d = n // (t * p)
             if B % d:
                 continue
+            for _b in [b for b in range(1, 17) if (B // d) % b == 0]:
+                # DeepSpeed of 2021: no interleaving, no sequence parallelism, recompute
+                # none or full (whole layers)
+                for z in range(4):
+                    if (z >= 2 and p > 1) or (z and d == 1):
+                        continue
+                    count += 2  # recompute modes
+    found = plan.search(m, "A100-SXM4-80GB", n, B, uneven_layers=False,
+                        framework="deepspeed-2021")  # ZeRO 0-3, stages 2-3 without PP
+    assert found.n_evaluated == count
+    # Megatron-Core runs the rest: interleaving, sequence parallelism, selective recompute
+    count = 0
+    for t in (1, 2, 4, 8):
+        for p in [p for p in range(1, 37) if 36 % p == 0 and (n // t) % p == 0]:
+            d = n // (t * p)
+            if B % d:
+                continue
             for b in [b for b in range(1, 17) if (B // d) % b == 0]:
                 mb = B // d // b
                 vs = [1] + [v for v in range(2, 9) if p > 1 and mb % p == 0 and (36 // p) % v == 0]
                 for _v in vs:
-                    for z in range(4):
+                    for z in (0, 1, 3):  # Megatron-Core's stages; ZeRO-3 without PP
                         for sp in (False, True):
-                            if (sp and t == 1) or (z >= 2 and p > 1) or (z and d == 1):
+                            if (sp and t == 1) or (z == 3 and p > 1) or (z and d == 1):
                                 continue
                             count += 3  # recompute modes
     found = plan.search(m, "A100-SXM4-80GB", n, B, uneven_layers=False,
-                        framework="deepspeed-2021")  # ZeRO 0-3, stages 2-3 without PP
+                        framework="megatron-core", flash_attention=False)
     assert found.n_evaluated == count
 
 
@@ -433,12 +448,18 @@ def test_every_rule_has_a_layout_that_breaks_it_and_says_so():
         "zero_shard_divides": dict(dp=8, global_batch=8, zero_stage=1, zero_shard=3),
         "zero_shard_needs_zero": dict(dp=8, global_batch=8, zero_shard=4),
         "zero_shard_offered": dict(dp=8, global_batch=8, zero_stage=1, zero_shard=4),
+        "tp_offered": dict(tp=2), "pp_offered": dict(pp=2, dp=1),
+        "interleave_offered": dict(pp=2, interleave=2, global_batch=2),
+        "sp_offered": dict(tp=2, sp=True), "recompute_offered": dict(recompute="selective"),
     }
     assert set(breakers) == {r.name for r in layout.RULES} - MOE_CP_PRECISION_RULES
     deepspeed = layout.Facts.of(m, 8, relaxable=True, framework=plan.framework("deepspeed-2021"))
+    fsdp = layout.Facts.of(m, 8, relaxable=True, framework=plan.framework("pytorch-fsdp"))
     for rule in (r for r in layout.RULES if r.name in breakers):
         fields = breakers[rule.name]
-        facts_here = deepspeed if rule.name == "zero_shard_offered" else facts
+        facts_here = {"zero_shard_offered": deepspeed, "interleave_offered": deepspeed,
+                      "sp_offered": deepspeed, "recompute_offered": deepspeed,
+                      "tp_offered": fsdp, "pp_offered": fsdp}.get(rule.name, facts)
         if fields is None:  # GPT-3 has no grouped-query attention: use Llama 3 70B (8 KV)
             m2 = catalog.model("llama3-70b")
             row = dict(tp=16, pp=1, dp=1, micro_batch=1, interleave=1, zero_stage=0, sp=False,
@@ -474,3 +495,31 @@ def test_best_grid_holds_each_pairs_fastest_fitting_plan(big_search):
     assert np.count_nonzero(np.isfinite(grid)) == len(by)
     with pytest.raises(ValueError, match="value"):
         big_search.best_grid("tp", "pp", value="tp")
+
+
+@pytest.mark.parametrize(("modes", "words"), [
+    ((), r"recompute_modes of framework 'custom' is empty; allowed: some of none, selective, "
+         r"full"),
+    (("none", "partial"), r"recompute_modes.*'partial'")])
+def test_a_framework_offers_some_known_recompute_modes(modes, words):
+    from scaleout.plan.frameworks import Framework
+
+    with pytest.raises(ValueError, match=words):
+        Framework("custom", "a framework", recompute_modes=modes)
+
+
+def test_a_search_under_a_framework_tries_only_what_it_can_run():
+    """Composer's FSDP of 2022-23 shards data-parallel ranks only: on 16 GPUs every plan is
+    16-way data parallel, recomputing whole layers or nothing; DeepSpeed of 2021 pipelines
+    without interleaving, sequence parallelism or selective recomputation."""
+    fsdp = plan.search("megatron-1.7b", "A100", 16, 64, framework="pytorch-fsdp",
+                       flash_attention=False)
+    a = fsdp.arrays
+    assert set(a["tp"].tolist()) == set(a["pp"].tolist()) == {1}
+    assert set(a["recompute"].tolist()) == {"none", "full"}
+    ds = plan.search("megatron-1.7b", "A100", 16, 64, framework="deepspeed-2021",
+                     flash_attention=False)
+    a = ds.arrays
+    assert {1, 2, 4, 8} <= set(a["tp"].tolist()) and max(a["pp"].tolist()) > 1
+    assert set(a["interleave"].tolist()) == {1} and not a["sp"].any()
+    assert set(a["recompute"].tolist()) == {"none", "full"}

@@ -246,7 +246,7 @@ def test_zero3_gathers_every_layer_for_forward_and_backward_one_ahead():
 def test_zero2_shards_gradients_and_optimizer_but_not_weights():
     """ZeRO-2 (PyTorch FSDP's SHARD_GRAD_OP, no pipelining): 2Ψ + 14Ψ/N_d (ZeRO Sec. 5.2)."""
     result = plan.evaluate("megatron-7.5b", "A100", plan.Plan(
-        tp=8, pp=1, dp=4, micro_batch=1, global_batch=32, zero_stage=2), NET,
+        tp=1, pp=1, dp=4, micro_batch=1, global_batch=32, zero_stage=2), NET,
         calibration=CAL, framework="pytorch-fsdp")
     w = result.memory["weights"]
     assert result.memory["grads"] == pytest.approx(w / 4, rel=1e-12)
@@ -374,6 +374,7 @@ def test_preset_rows_say_each_presets_switches_in_words():
     rows = {r["preset"]: r for r in preset_rows()}
     assert rows["megatron-lm-2021"] == {
         "preset": "megatron-lm-2021", "framework": "Megatron-LM as published in 2021-22",
+        "layouts": "TP, SP, PP, interleaved", "recompute": "none, selective, full",
         "collectives": "NCCL, topology-aware", "gradients": "one call", "overlapped": "nothing",
         "ZeRO-3 gathers": "—", "ZeRO stages": "0", "with pipelining": "no ZeRO",
         "hybrid sharding": "no", "context parallel": "no", "expert parallel": "no",
@@ -394,6 +395,11 @@ def test_preset_rows_say_each_presets_switches_in_words():
     assert (hai["overlapped"], hai["schedule"], hai["ZeRO-3 gathers"]) == (
         "pipeline sends, MoE all-to-all", "DualPipe", "—")
     assert rows["torchtitan"]["with pipelining"] == "up to ZeRO-3"
+    # DeepSpeed of 2021: one 1F1B schedule, whole-layer checkpoints, no sequence parallelism;
+    # Composer's FSDP of 2022-23: data parallelism alone
+    assert (ds["layouts"], ds["recompute"]) == ("TP, PP", "none, full")
+    assert (rows["pytorch-fsdp"]["layouts"], rows["pytorch-fsdp"]["recompute"]) == (
+        "data parallel only", "none, full")
 
 
 @pytest.mark.parametrize("intra_hw", ["nvlink", "pci"])

@@ -55,6 +55,15 @@ hybrid_shard
     Whether ZeRO may shard inside groups of data-parallel ranks and replicate across them
     (a plan's ``zero_shard``): the sharded collectives then run inside a group, and the
     gradients' shards are all-reduced across the groups.
+tensor_parallel, pipeline_parallel, interleaved_schedule, sequence_parallel, recompute_modes
+    The layouts the framework can run at all: tensor parallelism (``tp > 1``), pipelining
+    (``pp > 1``), the interleaved schedule (``interleave > 1``), sequence parallelism
+    (``sp``), and which of a plan's recomputation modes (:data:`scaleout.layout.RECOMPUTE_MODES`)
+    it offers. DeepSpeed's pipeline engine of 2021 ran one 1F1B schedule and its activation
+    checkpointing recomputed whole layers, before sequence parallelism and selective
+    recomputation existed (Korthikanti et al. 2022); Composer's FSDP runs of 2022-23 had
+    neither tensor nor pipeline parallelism. The planner searches only what the framework
+    can run, and refuses the rest with the framework's name.
 cp_variant
     The framework's context parallelism: ``"ring"`` (ring attention, key/value blocks passed
     around the context-parallel group beside the attention compute), or ``""``: none (a plan
@@ -144,6 +153,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ..checks import check_choice, check_range, close_matches
+from ..layout import RECOMPUTE_MODES
 from ..memory import RECOMPUTE_KINDS
 from ..moe import DISPATCHERS, check_graph_scopes
 from ..units import MIB
@@ -179,6 +189,11 @@ class Framework:
     tp_overlap: bool = False
     p2p_overlap: bool = False
     hybrid_shard: bool = False
+    tensor_parallel: bool = True
+    pipeline_parallel: bool = True
+    interleaved_schedule: bool = True
+    sequence_parallel: bool = True
+    recompute_modes: tuple[str, ...] = ("none", "selective", "full")
     cp_variant: str = ""
     expert_parallel: bool = False
     expert_gemm_loop: bool = False
@@ -202,6 +217,11 @@ class Framework:
         check_range("comm_sm_share", self.comm_sm_share, 0.0, 0.9)
         check_range("logits_bytes", self.logits_bytes, 1.0, 16.0)
         check_choice("moe_dispatcher", self.moe_dispatcher, DISPATCHERS)
+        if not self.recompute_modes:
+            raise ValueError(f"recompute_modes of framework {self.name!r} is empty; allowed: "
+                             f"some of {', '.join(RECOMPUTE_MODES)}")
+        for mode in self.recompute_modes:
+            check_choice("recompute_modes", mode, RECOMPUTE_MODES)
         for kind in self.recompute_kinds:
             check_choice("recompute_kinds", kind, RECOMPUTE_KINDS)
         check_graph_scopes(self.cuda_graph_scopes)
@@ -279,7 +299,15 @@ _DEEPSPEED_2021 = Framework(
     zero3_prefetch=1, zero3_blocking_fetch=True, zero3_persistence_threshold=100_000,
     zero3_max_reuse_distance=1e9,
     zero_stages=(0, 1, 2, 3), max_zero_with_pp=1,
+    interleaved_schedule=False, sequence_parallel=False, recompute_modes=("none", "full"),
     sources={
+        "interleaved_schedule": "deepspeed/runtime/pipe/schedule.py @ v0.3.16: TrainSchedule, "
+                                "one 1F1B schedule per stage; no interleaved (virtual) stages",
+        "sequence_parallel": "none in DeepSpeed v0.3-0.4: Megatron's sequence parallelism "
+                             "came with Korthikanti et al. 2022 (arXiv 2205.05198)",
+        "recompute_modes": "deepspeed/runtime/activation_checkpointing/checkpointing.py @ "
+                           "v0.3.16: checkpoint() recomputes a whole wrapped layer; selective "
+                           "recomputation came with Korthikanti et al. 2022",
         "zero3_blocking_fetch": "deepspeed/runtime/zero/stage3.py @ v0.3.16: fetch_sub_module "
                                 "ends in _synchronize_communication (comm_stream.synchronize() "
                                 "and torch.cuda.synchronize()); prefetch_next_sub_modules runs "
@@ -309,7 +337,18 @@ _FSDP = Framework(
     "pytorch-fsdp", "PyTorch FSDP (FSDP1, 2022-23)",
     grad_bucket_bytes=25 * MIB, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
     zero_stages=(0, 2, 3), max_zero_with_pp=0, hybrid_shard=True, logits_bytes=4.0,
+    tensor_parallel=False, pipeline_parallel=False, interleaved_schedule=False,
+    sequence_parallel=False, recompute_modes=("none", "full"),
     sources={
+        "tensor_parallel": "Composer's FSDP integration of 2022-23 (composer/trainer/"
+                           "dist_strategy.py, prepare_fsdp_module): FSDP only, no tensor or "
+                           "pipeline parallelism (llm-foundry's MPT benchmarks: 'no tensor or "
+                           "pipeline parallelism', data/published/mpt_llm_foundry_2024.toml)",
+        "pipeline_parallel": "as tensor_parallel: FSDP1 through Composer shards data-parallel "
+                             "ranks only",
+        "recompute_modes": "FSDP's activation_checkpointing flag wraps whole transformer "
+                           "blocks (torch.distributed.algorithms._checkpoint."
+                           "checkpoint_wrapper): none or full",
         "logits_bytes": "llm-foundry's MPT training (Composer on FSDP1), llmfoundry/models/mpt/"
                         "modeling_mpt.py @ 5e85bd62: loss_fn 'fused_crossentropy' by default, "
                         "flash-attn's CrossEntropyLoss (flash_attn/losses/cross_entropy.py: saves "
@@ -484,9 +523,10 @@ def framework(spec: str | Framework | None,
 
 
 def preset_rows() -> list[dict[str, str]]:
-    """Each preset's switches in words, one dict per preset (for a table): what its collectives
-    are, when gradients are reduced, how ZeRO-3 gathers, which ZeRO stages it offers and which
-    of them combine with pipelining, and what else it overlaps."""
+    """Each preset's switches in words, one dict per preset (for a table): the parallelisms
+    and recomputation it runs, what its collectives are, when gradients are reduced, how
+    ZeRO-3 gathers, which ZeRO stages it offers and which of them combine with pipelining, and
+    what else it overlaps."""
     out = []
     for f in FRAMEWORKS.values():
         bucket = ("one call" if not f.grad_bucket_bytes
@@ -496,8 +536,13 @@ def preset_rows() -> list[dict[str, str]]:
                                           ("tensor-parallel", f.tp_overlap),
                                           ("pipeline sends", f.p2p_overlap),
                                           ("MoE all-to-all", f.a2a_overlap)) if on]
+        layouts = [name for name, on in (("TP", f.tensor_parallel), ("SP", f.sequence_parallel),
+                                         ("PP", f.pipeline_parallel),
+                                         ("interleaved", f.interleaved_schedule)) if on]
         out.append({
             "preset": f.name, "framework": f.label,
+            "layouts": ", ".join(layouts) or "data parallel only",
+            "recompute": ", ".join(f.recompute_modes),
             "collectives": ("NCCL, flat rings across nodes" if f.flat_dp_rings
                             else "NCCL, topology-aware") if f.collectives == "nccl"
             else "textbook hierarchical α-β",

@@ -40,7 +40,7 @@ PLAN_FIELDS = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp"
 _OUTER = ("batch", "tp_heads", "tp_kv_heads", "tp_in_node", "tp_whole_nodes", "pp_layers",
           "interleave_layers", "interleave_micro_batches", "cp_offered", "cp_flash",
           "cp_sequence", "ep_needs_moe", "ep_experts", "ep_fold", "ep_offered", "fp8_gpu",
-          "dualpipe_shape")
+          "dualpipe_shape", "tp_offered", "pp_offered", "interleave_offered")
 #: Sequences from this length on are long: the search tries context parallelism by default
 #: (Llama 3's long-context stage ran 131,072 tokens with CP 16; Meta 2024, Sec. 3.3.2).
 LONG_SEQUENCE = 32768
