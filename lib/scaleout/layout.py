@@ -306,6 +306,15 @@ def _batch_message(r: Mapping[str, int], f: Facts) -> str:
             f"{dp} × {mb} = {per}: the nearest batches that are: {near}{alt}")
 
 
+def _offered(field: str, attr: str, what: str) -> Rule:
+    """The rule that a layout keeps ``field`` at 1 where the framework lacks ``attr``."""
+    return Rule(f"{field}_offered", (),
+                lambda a, f: (a[field] == 1) | getattr(f, attr),
+                lambda r, f: (f"{field}={r[field]}: {f.framework or 'this framework'} {what}; "
+                              f"allowed: {field}=1"),
+                "each framework's layouts and schedules (scaleout.plan.frameworks)")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("batch", (),
          lambda a, f: a["global_batch"] % (a["dp"] * a["micro_batch"]) == 0,
@@ -354,21 +363,10 @@ RULES: tuple[Rule, ...] = (
                        f"{r['global_batch'] // (r['dp'] * r['micro_batch'])} micro-batches to "
                        f"be a multiple of pp={r['pp']}"),
          "Megatron-LM's interleaved 1F1B schedule"),
-    Rule("tp_offered", (),
-         lambda a, f: (a["tp"] == 1) | f.tensor_parallel,
-         lambda r, f: (f"tp={r['tp']}: {f.framework or 'this framework'} has no tensor "
-                       "parallelism; allowed: tp=1"),
-         "each framework's layouts (scaleout.plan.frameworks)"),
-    Rule("pp_offered", (),
-         lambda a, f: (a["pp"] == 1) | f.pipeline_parallel,
-         lambda r, f: (f"pp={r['pp']}: {f.framework or 'this framework'} has no pipeline "
-                       "parallelism; allowed: pp=1"),
-         "each framework's layouts (scaleout.plan.frameworks)"),
-    Rule("interleave_offered", (),
-         lambda a, f: (a["interleave"] == 1) | f.interleaved_schedule,
-         lambda r, f: (f"interleave={r['interleave']}: {f.framework or 'this framework'} "
-                       "runs no interleaved pipeline schedule; allowed: interleave=1"),
-         "each framework's pipeline schedules (scaleout.plan.frameworks)"),
+    *(_offered(field, attr, what) for field, attr, what in (
+        ("tp", "tensor_parallel", "has no tensor parallelism"),
+        ("pp", "pipeline_parallel", "has no pipeline parallelism"),
+        ("interleave", "interleaved_schedule", "runs no interleaved pipeline schedule"))),
     Rule("sp_offered", (),
          lambda a, f: ~a["sp"].astype(bool) | f.sequence_parallel,
          lambda r, f: (f"sp=True: {f.framework or 'this framework'} has no sequence "

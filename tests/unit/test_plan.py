@@ -203,27 +203,11 @@ def test_search_enumerates_only_valid_plans(big_search):
             or not np.any(a["pp"] == 1))
 
 
-def test_search_is_exhaustive_against_a_brute_force_count():
-    """Count the valid plans of a small case by hand-written loops."""
-    m = catalog.model("megatron-7.5b")  # 36 layers, 32 heads
-    n, B = 64, 128
-    count = 0
-    for t in (1, 2, 4, 8):
-        for p in [p for p in range(1, 37) if 36 % p == 0 and (n // t) % p == 0]:
-            d = n // (t * p)
-            if B % d:
-                continue
-            for _b in [b for b in range(1, 17) if (B // d) % b == 0]:
-                # DeepSpeed of 2021: no interleaving, no sequence parallelism, recompute
-                # none or full (whole layers)
-                for z in range(4):
-                    if (z >= 2 and p > 1) or (z and d == 1):
-                        continue
-                    count += 2  # recompute modes
-    found = plan.search(m, "A100-SXM4-80GB", n, B, uneven_layers=False,
-                        framework="deepspeed-2021")  # ZeRO 0-3, stages 2-3 without PP
-    assert found.n_evaluated == count
-    # Megatron-Core runs the rest: interleaving, sequence parallelism, selective recompute
+def _brute_force_count(n: int, B: int, *, interleave: bool, zero_stages, max_zero_with_pp: int,
+                       sp: bool, recompute_modes: int) -> int:
+    """The valid plans of Megatron 7.5B (36 layers, 32 heads) on n GPUs at batch B, counted
+    by plain loops over tp, pp, micro-batch, interleaving, ZeRO stage and sequence
+    parallelism (times the recompute modes)."""
     count = 0
     for t in (1, 2, 4, 8):
         for p in [p for p in range(1, 37) if 36 % p == 0 and (n // t) % p == 0]:
@@ -232,16 +216,34 @@ def test_search_is_exhaustive_against_a_brute_force_count():
                 continue
             for b in [b for b in range(1, 17) if (B // d) % b == 0]:
                 mb = B // d // b
-                vs = [1] + [v for v in range(2, 9) if p > 1 and mb % p == 0 and (36 // p) % v == 0]
+                vs = [1] + [v for v in range(2, 9) if interleave and p > 1 and mb % p == 0
+                            and (36 // p) % v == 0]
                 for _v in vs:
-                    for z in (0, 1, 3):  # Megatron-Core's stages; ZeRO-3 without PP
-                        for sp in (False, True):
-                            if (sp and t == 1) or (z == 3 and p > 1) or (z and d == 1):
+                    for z in zero_stages:
+                        for s in (False, True) if sp else (False,):
+                            if (s and t == 1) or (z > max_zero_with_pp and p > 1) or (z and d == 1):
                                 continue
-                            count += 3  # recompute modes
+                            count += recompute_modes
+    return count
+
+
+def test_search_is_exhaustive_against_a_brute_force_count():
+    """Count the valid plans of a small case by hand-written loops: DeepSpeed of 2021 (ZeRO
+    0-3, stages 2-3 without pipelining; no interleaving, no sequence parallelism, recompute
+    none or full) and Megatron-Core (ZeRO 0, 1, 3, stage 3 without pipelining; interleaving,
+    sequence parallelism and all three recompute modes)."""
+    m = catalog.model("megatron-7.5b")
+    n, B = 64, 128
+    found = plan.search(m, "A100-SXM4-80GB", n, B, uneven_layers=False,
+                        framework="deepspeed-2021")
+    assert found.n_evaluated == _brute_force_count(
+        n, B, interleave=False, zero_stages=range(4), max_zero_with_pp=1, sp=False,
+        recompute_modes=2)
     found = plan.search(m, "A100-SXM4-80GB", n, B, uneven_layers=False,
                         framework="megatron-core", flash_attention=False)
-    assert found.n_evaluated == count
+    assert found.n_evaluated == _brute_force_count(
+        n, B, interleave=True, zero_stages=(0, 1, 3), max_zero_with_pp=1, sp=True,
+        recompute_modes=3)
 
 
 # =========================================================================== rules of thumb
