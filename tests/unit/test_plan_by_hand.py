@@ -1048,3 +1048,103 @@ def test_hybrid_sharding_copies_all_reduce_over_the_ports_the_framework_rings_us
     # pooling the two ports of a node changes the copies' all-reduce by more than 10 %
     assert call("all_reduce", 2 * params / 4, 8, 2, True) < 0.9 * call(
         "all_reduce", 2 * params / 4, 8, 2, False)
+
+
+# =========================================================================== ZeRO-3 unit by unit
+# DeepSpeed 2021's tensor-by-tensor chain (``_dp_tensor_chain``, ``tensor_fetch_chain_s``),
+# ZeRO-3 without prefetch and per tensor (``_dp_full``, ``_prefetched``), a one-layer mixture of
+# experts' expert gathers, framework recomputation under context parallelism
+# (``_recomputed_kinds``), an MoE layer's permutation bytes (``permutation_parts``) and the
+# per-operator selective checkpoint's matmuls (``every_other_matmul_params``).
+H2 = H * H
+#: GPT-3's layer tensor by tensor, in the order a forward pass uses them (LayerNorm weight and
+#: bias, fused QKV and bias, projection and bias, LayerNorm, MLP up and bias, MLP down and bias)
+GPT3_TENSORS = [H, H, 3 * H2, 3 * H, H2, H, H, H, 4 * H2, 4 * H, 4 * H2, H]
+DS = plan.framework("deepspeed-2021")
+
+
+def _blocking_timeline(layers, comp, gather, after=None):
+    """DeepSpeed v0.3.16's blocking fetch as a plain event loop over every unit of every layer:
+    on entering a unit the host waits for all communication in flight, issues the next unit's
+    gather (none after the very last unit), runs the unit's computation; the unit's gradient
+    reduce-scatter then queues on the same communicator behind that gather."""
+    k = len(comp)
+    after = after if after is not None else [0.0] * k
+    order = [i for _ in range(layers) for i in range(k)]
+    now, comm_free = 0.0, gather[order[0]]  # the first gather waited for in full
+    for j, i in enumerate(order):
+        now = max(now, comm_free)
+        if j + 1 < len(order):
+            comm_free = now + gather[order[j + 1]]
+        done = now + comp[i]
+        comm_free = max(comm_free, done) + after[i]
+        now = done
+    return max(now, comm_free)
+
+
+def _ds_zero3_by_hand(recompute, fw, dp, m):
+    """GPT-3 with t = 8, p = 1 and ZeRO-3 over ``dp`` ranks (one per node: flat rings across
+    the network) under DeepSpeed 2021, by hand: every micro-batch runs a forward chain over the
+    96 layers' gathered tensors (those of at least ``zero3_persistence_threshold`` elements;
+    a tensor whose shard n/t is under it is a unit that gathers nothing), a recomputing chain
+    under full recomputation, a backward chain in reverse that gathers again every tensor not
+    kept (kept: under full recomputation, where twice the elements of the layer's later
+    tensors over t are within ``zero3_max_reuse_distance``) and reduce-scatters each gathered
+    tensor's gradient; the embeddings and final norm one more gather and reduce-scatter. A
+    unit computes its share of the layer's weight FLOPs, the first (QKV) also the layer's
+    other work; what shows is the chains less the layers' computation."""
+    full = recompute == "full"
+    x = min(H / 8, S)
+    rate = 0.74 * x / (x + 50.0) * PEAK
+    fwd = _layer_forward_s(8, 1)
+    gemm = 2 * S * LAYER_PARAMS / 8 / rate
+    tp_layer = (6 if full else 4) * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    rec = {"full": fwd, "none": 0.0,
+           "selective": S * 4 * S * H / 8 / rate + 8.0 * 5 * HEADS * S * S / 8 / HBM / 3}[recompute]
+    per_layer = 3 * fwd + rec + tp_layer
+    f_total = fwd + tp_layer / 3  # one layer's forward with its TP all-reduces
+    thr, reuse = fw.zero3_persistence_threshold, fw.zero3_max_reuse_distance
+    sizes = [n for n in GPT3_TENSORS if n >= thr]
+    rest = (V * H + S * H + 2 * H) / 8
+    rest_s = 2 * ring_half(dp, 2 * rest, A_OUT, B_OUT * EFF)
+    if not sizes:
+        return m * rest_s
+    share = [(gemm * n / sum(sizes) + (fwd - gemm if i == 0 else 0.0)) / fwd
+             for i, n in enumerate(sizes)]
+    ag = [ring_half(dp, 2 * n / 8, A_OUT, B_OUT * EFF) if n / 8 >= thr else 0.0 for n in sizes]
+    rs = list(ag)  # 2-byte gradients, the same ring as the 2-byte weights' gather
+    kept = [full and reuse is not None and 2 * sum(sizes[i + 1:]) / 8 <= reuse
+            for i in range(len(sizes))]
+    again = [0.0 if keep else g for keep, g in zip(kept, ag, strict=True)]
+    c_f = [f_total * sh for sh in share]
+    c_b = [2 * f_total * sh + (0.0 if full else rec * sh) for sh in share]
+    chains = (_blocking_timeline(96, c_f, ag)
+              + _blocking_timeline(96, c_b[::-1], again[::-1], rs[::-1])
+              + (_blocking_timeline(96, [rec * sh for sh in share], ag) if full else 0.0))
+    return m * (chains - 96 * per_layer + rest_s)
+
+
+@pytest.mark.parametrize(("recompute", "changes"), [
+    ("full", {}),           # every tensor kept for the backward after the recomputation
+    ("selective", {}),      # no recomputing chain: every tensor gathered again
+    ("none", {}),
+    ("full", {"zero3_persistence_threshold": 4 * H}),    # the MLP's bias a unit, its shard whole
+    ("full", {"zero3_persistence_threshold": H2 // 8}),  # its shard exactly at the threshold
+    ("full", {"zero3_persistence_threshold": 5 * H2}),   # nothing gathered in the layers
+    ("full", {"zero3_max_reuse_distance": 2.25 * H2}),   # QKV's later tensors exactly at it
+    ("full", {"zero3_max_reuse_distance": 2.0 * H2}),    # QKV gathered again, the rest kept
+    ("full", {"zero3_max_reuse_distance": None}),        # every tensor gathered again
+])
+def test_deepspeed_2021_zero3_chain_of_gpt3_tensors_by_hand(recompute, changes):
+    """DeepSpeed 2021's ZeRO-3 on 32 A100s (t = 8 fills each node, 4 data-parallel ranks,
+    2 micro-batches of 1): its four weight matrices (3h², h², 4h², 4h²; the norms and biases
+    under 10⁵ elements stay whole) gathered one by one, each behind the previous tensor's
+    computation at most, timed by a plain event loop of the host's blocking fetch."""
+    from dataclasses import replace
+
+    fw = replace(DS, **changes)
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=8, pp=1, dp=4, micro_batch=1, global_batch=8, sp=False, recompute=recompute,
+        zero_stage=3), NET, calibration=CAL, framework=fw)
+    assert result.step["dp_comm"] == pytest.approx(_ds_zero3_by_hand(recompute, fw, 4, 2),
+                                                   rel=1e-9)
