@@ -1054,3 +1054,208 @@ def test_hybrid_sharding_copies_all_reduce_over_the_ports_the_framework_rings_us
     # pooling the two ports of a node changes the copies' all-reduce by more than 10 %
     assert call("all_reduce", 2 * params / 4, 8, 2, True) < 0.9 * call(
         "all_reduce", 2 * params / 4, 8, 2, False)
+
+
+# =========================================================================== ZeRO-3 unit by unit
+# DeepSpeed 2021's tensor-by-tensor chain (``_dp_tensor_chain``, ``tensor_fetch_chain_s``),
+# ZeRO-3 without prefetch and per tensor (``_dp_full``, ``_prefetched``), a one-layer mixture of
+# experts' expert gathers, framework recomputation under context parallelism
+# (``_recomputed_kinds``), an MoE layer's permutation bytes (``permutation_parts``) and the
+# per-operator selective checkpoint's matmuls (``every_other_matmul_params``).
+H2 = H * H
+#: GPT-3's layer tensor by tensor, in the order a forward pass uses them (LayerNorm weight and
+#: bias, fused QKV and bias, projection and bias, LayerNorm, MLP up and bias, MLP down and bias)
+GPT3_TENSORS = [H, H, 3 * H2, 3 * H, H2, H, H, H, 4 * H2, 4 * H, 4 * H2, H]
+DS = plan.framework("deepspeed-2021")
+
+
+def _blocking_timeline(layers, comp, gather, after=None):
+    """DeepSpeed v0.3.16's blocking fetch as a plain event loop over every unit of every layer:
+    on entering a unit the host waits for all communication in flight, issues the next unit's
+    gather (none after the very last unit), runs the unit's computation; the unit's gradient
+    reduce-scatter then queues on the same communicator behind that gather."""
+    k = len(comp)
+    after = after if after is not None else [0.0] * k
+    order = [i for _ in range(layers) for i in range(k)]
+    now, comm_free = 0.0, gather[order[0]]  # the first gather waited for in full
+    for j, i in enumerate(order):
+        now = max(now, comm_free)
+        if j + 1 < len(order):
+            comm_free = now + gather[order[j + 1]]
+        done = now + comp[i]
+        comm_free = max(comm_free, done) + after[i]
+        now = done
+    return max(now, comm_free)
+
+
+def _ds_zero3_by_hand(recompute, fw, dp, m):
+    """GPT-3 with t = 8, p = 1 and ZeRO-3 over ``dp`` ranks (one per node: flat rings across
+    the network) under DeepSpeed 2021, by hand: every micro-batch runs a forward chain over the
+    96 layers' gathered tensors (those of at least ``zero3_persistence_threshold`` elements;
+    a tensor whose shard n/t is under it is a unit that gathers nothing), a recomputing chain
+    under full recomputation, a backward chain in reverse that gathers again every tensor not
+    kept (kept: under full recomputation, where twice the elements of the layer's later
+    tensors over t are within ``zero3_max_reuse_distance``) and reduce-scatters each gathered
+    tensor's gradient; the embeddings and final norm one more gather and reduce-scatter. A
+    unit computes its share of the layer's weight FLOPs, the first (QKV) also the layer's
+    other work; what shows is the chains less the layers' computation."""
+    full = recompute == "full"
+    x = min(H / 8, S)
+    rate = 0.74 * x / (x + 50.0) * PEAK
+    fwd = _layer_forward_s(8, 1)
+    gemm = 2 * S * LAYER_PARAMS / 8 / rate
+    tp_layer = (6 if full else 4) * ring_all_reduce(8, 2 * S * H, A_IN, B_IN * EFF)
+    rec = {"full": fwd, "none": 0.0,
+           "selective": S * 4 * S * H / 8 / rate + 8.0 * 5 * HEADS * S * S / 8 / HBM / 3}[recompute]
+    per_layer = 3 * fwd + rec + tp_layer
+    f_total = fwd + tp_layer / 3  # one layer's forward with its TP all-reduces
+    thr, reuse = fw.zero3_persistence_threshold, fw.zero3_max_reuse_distance
+    sizes = [n for n in GPT3_TENSORS if n >= thr]
+    rest = (V * H + S * H + 2 * H) / 8
+    rest_s = 2 * ring_half(dp, 2 * rest, A_OUT, B_OUT * EFF)
+    if not sizes:
+        return m * rest_s
+    share = [(gemm * n / sum(sizes) + (fwd - gemm if i == 0 else 0.0)) / fwd
+             for i, n in enumerate(sizes)]
+    ag = [ring_half(dp, 2 * n / 8, A_OUT, B_OUT * EFF) if n / 8 >= thr else 0.0 for n in sizes]
+    rs = list(ag)  # 2-byte gradients, the same ring as the 2-byte weights' gather
+    kept = [full and reuse is not None and 2 * sum(sizes[i + 1:]) / 8 <= reuse
+            for i in range(len(sizes))]
+    again = [0.0 if keep else g for keep, g in zip(kept, ag, strict=True)]
+    c_f = [f_total * sh for sh in share]
+    c_b = [2 * f_total * sh + (0.0 if full else rec * sh) for sh in share]
+    chains = (_blocking_timeline(96, c_f, ag)
+              + _blocking_timeline(96, c_b[::-1], again[::-1], rs[::-1])
+              + (_blocking_timeline(96, [rec * sh for sh in share], ag) if full else 0.0))
+    return m * (chains - 96 * per_layer + rest_s)
+
+
+@pytest.mark.parametrize(("recompute", "changes"), [
+    ("full", {}),           # every tensor kept for the backward after the recomputation
+    ("selective", {}),      # no recomputing chain: every tensor gathered again
+    ("none", {}),
+    ("full", {"zero3_persistence_threshold": 4 * H}),    # the MLP's bias a unit, its shard whole
+    ("full", {"zero3_persistence_threshold": H2 // 8}),  # its shard exactly at the threshold
+    ("full", {"zero3_persistence_threshold": 5 * H2}),   # nothing gathered in the layers
+    ("full", {"zero3_max_reuse_distance": 2.25 * H2}),   # QKV's later tensors exactly at it
+    ("full", {"zero3_max_reuse_distance": 2.0 * H2}),    # QKV gathered again, the rest kept
+    ("full", {"zero3_max_reuse_distance": None}),        # every tensor gathered again
+])
+def test_deepspeed_2021_zero3_chain_of_gpt3_tensors_by_hand(recompute, changes):
+    """DeepSpeed 2021's ZeRO-3 on 32 A100s (t = 8 fills each node, 4 data-parallel ranks,
+    2 micro-batches of 1): its four weight matrices (3h², h², 4h², 4h²; the norms and biases
+    under 10⁵ elements stay whole) gathered one by one, each behind the previous tensor's
+    computation at most, timed by a plain event loop of the host's blocking fetch."""
+    from dataclasses import replace
+
+    fw = replace(DS, **changes)
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=8, pp=1, dp=4, micro_batch=1, global_batch=8, sp=False, recompute=recompute,
+        zero_stage=3), NET, calibration=CAL, framework=fw)
+    assert result.step["dp_comm"] == pytest.approx(_ds_zero3_by_hand(recompute, fw, 4, 2),
+                                                   rel=1e-9)
+
+
+@pytest.mark.parametrize("unit", ["layer", "tensor"])
+def test_zero3_without_prefetch_shows_every_gather_and_reduce_scatter(unit):
+    """ZeRO-3 of GPT-3 (t = 8, 4 data-parallel ranks, one a node, 2 micro-batches) with nothing
+    gathered ahead: each of the 96 layers waits for its weights before its forward and again
+    before its backward, and for its gradients' reduce-scatter, so every collective shows in
+    full whatever the computation: 96 (2 gathers + 1 reduce-scatter) per micro-batch, plus the
+    embeddings' and final norm's. Gathered per layer, one call of the layer's 2-byte weights;
+    per tensor, one call for each of its 12 tensors (every one pays the ring's latencies)."""
+    from dataclasses import replace
+
+    fw = replace(plan.framework("megatron-core", MCORE_PLAIN["switches"]), zero3_unit=unit,
+                 zero3_prefetch=0)
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
+        tp=8, pp=1, dp=4, micro_batch=1, global_batch=8, sp=False, recompute="full",
+        zero_stage=3), NET, calibration=CAL, framework=fw)
+    layer = LAYER_PARAMS / 8
+    if unit == "layer":
+        gather = ring_half(4, 2 * layer, A_OUT, B_OUT * EFF)
+    else:
+        gather = sum(ring_half(4, 2 * n / 8, A_OUT, B_OUT * EFF) for n in GPT3_TENSORS)
+        assert gather == pytest.approx(ring_half(4, 2 * layer, A_OUT, B_OUT * EFF)
+                                       + 11 * 3 * A_OUT, rel=1e-12)
+    scatter = ring_half(4, 2 * layer, A_OUT, B_OUT * EFF)
+    rest = (V * H + S * H + 2 * H) / 8
+    rest_s = 2 * ring_half(4, 2 * rest, A_OUT, B_OUT * EFF)
+    assert result.step["dp_comm"] == pytest.approx(2 * (96 * (2 * gather + scatter) + rest_s),
+                                                   rel=1e-9)
+
+
+def test_zero3_gathers_all_the_experts_of_a_one_layer_stage():
+    """Qwen3-30B-A3B cut to one layer, ZeRO-3 on one node of 8 H100s, nothing overlapped: with
+    4-way expert parallelism each GPU holds 32 routed experts (3 matrices of 2048 x 768), kept
+    in 2 copies, gathered before the layer's forward and backward and reduce-scattered after
+    it, over those 2 GPUs. With 8-way expert parallelism they have one copy and nothing is sent
+    for them; the rest of the step (the non-expert parameters over the 8 ranks, and one layer's
+    compute, which a one-unit chain cannot hide anything behind) is the same."""
+    from dataclasses import replace
+
+    from scaleout import catalog
+
+    model = replace(catalog.model("qwen3-30b-a3b"), n_layers=1)
+    dp_comm = {ep: plan.evaluate(model, "H100", plan.Plan(
+        tp=1, pp=1, dp=8, ep=ep, micro_batch=1, global_batch=8, zero_stage=3), NET,
+        calibration=CAL, **MCORE_PLAIN).step["dp_comm"] for ep in (4, 8)}
+    experts = 32 * 3 * 2048 * 768
+    one = ring_half(2, 2 * experts, A_IN, B_IN * EFF)  # 2-byte weights or gradients
+    assert dp_comm[4] - dp_comm[8] == pytest.approx(3 * one, rel=1e-9)
+
+
+def test_framework_recomputation_runs_on_the_tokens_a_context_parallel_gpu_holds():
+    """Recomputing the norms (DeepSeek-V3 Sec. 3.2.3's kind, given to Megatron-Core) with no
+    other recomputation: each of a stage's layers writes its two LayerNorms' 16-bit outputs
+    again, 2 × 2 s b h bytes, as memory-bound traffic (κ = 8 over three) on the s/c = 1,024
+    tokens of GPT-3's 2,048 a GPU of a two-way context-parallel group holds; without sequence
+    parallelism every tensor-parallel GPU runs them whole. 16 micro-batches on the last of 16
+    stages (6 layers); those outputs leave memory: the first stage holds 16 micro-batches of
+    its 6 layers."""
+    from dataclasses import replace
+
+    fw = replace(plan.framework("megatron-core", MCORE_PLAIN["switches"]),
+                 recompute_kinds=("norms",))
+    layout = dict(tp=8, pp=16, dp=1, cp=2, micro_batch=1, global_batch=16, sp=False,
+                  recompute="none", flash_attention=True)
+    result = plan.evaluate("gpt3-175b", "A100", plan.Plan(**layout), NET, calibration=CAL,
+                           framework=fw)
+    norms = 4 * (S / 2) * H
+    assert result.step["recompute"] == pytest.approx(16 * 6 * 8.0 * norms / HBM / 3, rel=1e-12)
+    plain = plan.evaluate("gpt3-175b", "A100", plan.Plan(**layout), NET, calibration=CAL,
+                          framework=plan.framework("megatron-core", MCORE_PLAIN["switches"]))
+    first, first_plain = result.stages[0], plain.stages[0]
+    assert first.in_flight == 16
+    assert first_plain.activations_bytes - first.activations_bytes == pytest.approx(
+        norms * 6 * 16, rel=1e-12)
+
+
+def test_permutations_of_an_moe_layer_move_each_tokens_copies_at_the_recipes_widths():
+    """Qwen3-30B-A3B's token permutations under Megatron-Core's all-to-all dispatcher in fp32
+    (dispatched and combined at 4 bytes a value, gradients at 2), t = 2 (each GPU routes
+    4,096 / 2 = 2,048 tokens), 4-way expert parallelism (32 local experts, so the received
+    copies are sorted and restored), a balanced router (ρ = 1): forward, the permute reads each
+    token and writes its k = 8 copies, the sort and restore read and write the 8 copies, the
+    unpermute reads the copies and writes their sum; backward, the same at 2 bytes."""
+    from scaleout.plan import step
+
+    ctx = step.context("qwen3-30b-a3b", "H100", NET, CAL, "fp32-adam", 4096, 8, "megatron-core")
+    arrays = {k: np.array([v]) for k, v in dict(
+        tp=2, pp=1, dp=4, ep=4, micro_batch=1, interleave=1, zero_stage=0, sp=True,
+        rc=0, flash=True).items()}
+    got = step.permutation_parts(ctx, step._shape(ctx, arrays), np.array([1.0]))
+    t, h, k = 2048, 2048, 8
+    own, copies = t * h, t * k * h
+    forward = (own + copies) * 4 + 2 * copies * 4 + 2 * copies * 4 + (copies + own) * 4
+    backward = (2 * (own + copies) + 4 * copies) * 2
+    assert got["layer_permutation_bytes"][0] == pytest.approx(forward + backward, rel=1e-12)
+
+
+def test_the_op_policy_recomputes_the_second_fourth_and_sixth_matmul_of_gpt3s_block():
+    """GPT-3's block (no gating, as many key/value heads as heads): wq, wk, wv, wo, w1, w2,
+    of which wk (h x h), wo (h x h) and w2 (4h x h) are recomputed: 6 h²."""
+    from scaleout import catalog
+    from scaleout.plan import step
+
+    assert step.every_other_matmul_params(catalog.model("gpt3-175b")) == 6 * H2
