@@ -1145,10 +1145,15 @@ def test_deepspeed_2021_zero3_chain_of_gpt3_tensors_by_hand(recompute, changes):
     """DeepSpeed 2021's ZeRO-3 on 32 A100s (t = 8 fills each node, 4 data-parallel ranks,
     2 micro-batches of 1): its four weight matrices (3h², h², 4h², 4h²; the norms and biases
     under 10⁵ elements stay whole) gathered one by one, each behind the previous tensor's
-    computation at most, timed by a plain event loop of the host's blocking fetch."""
+    computation at most, timed by a plain event loop of the host's blocking fetch. DeepSpeed
+    of 2021 recomputed whole layers only; the selective case asks the same chain of a
+    framework that also offers selective recomputation (a plan's mode the chain must
+    handle)."""
     from dataclasses import replace
 
-    fw = replace(DS, **changes)
+    from scaleout.layout import RECOMPUTE_MODES
+
+    fw = replace(DS, recompute_modes=RECOMPUTE_MODES, **changes)
     result = plan.evaluate("gpt3-175b", "A100", plan.Plan(
         tp=8, pp=1, dp=4, micro_batch=1, global_batch=8, sp=False, recompute=recompute,
         zero_stage=3), NET, calibration=CAL, framework=fw)
