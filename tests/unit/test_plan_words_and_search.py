@@ -164,3 +164,133 @@ def test_a_result_where_no_plan_fits_says_so_and_has_no_rows():
     assert r.n_fit == 0
     assert plan.explain(r) == "No plan fits."
     assert r.top() == [] and r.top(3) == []
+
+
+# ------------------------------------------------------------------- no valid layout, in words
+_TRY = ("Try a GPU count with more small factors (a multiple of 8) or a global batch divisible "
+        "by it.")
+
+
+def _no_layout(*args, **kw) -> str:
+    with pytest.raises(plan.NoPlanError) as err:
+        plan.search(*args, uneven_layers=False, **kw)
+    assert err.value.closest is None
+    return str(err.value)
+
+
+def test_no_valid_layout_lists_the_rules_that_removed_most_splits_first():
+    """15 = 3 × 5 GPUs split 9 ways into TP × PP × DP (each prime goes to one of the three).
+    Megatron 7.5B (32 heads, 36 layers) at a batch of 48: the 3 ways with 5 in DP break the
+    batch; of the other 6, the 4 with 3 or 5 in TP break the heads; the last 2 put 5 or 15
+    stages on 36 layers. The biggest count comes first: 4, 3, 2."""
+    assert _no_layout("megatron-7.5b", "A100", 15, 48) == (
+        "no layout of n_gpus=15 is valid for megatron-7.5b with global_batch=48: of the 9 ways "
+        "to split 15 GPUs into TP × PP × DP, tensor-parallel sizes must divide the 32 heads "
+        "(4 of 9); the data-parallel size n/(tp·pp) must divide global_batch=48 (3 of 9); "
+        "pipeline sizes must divide the 36 layers (2 of 9). " + _TRY)
+
+
+def test_no_valid_layout_of_a_mixture_of_experts_counts_its_expert_parallel_sizes():
+    """Qwen3-30B-A3B's 128 experts split 8 ways (1, 2, ..., 128 per expert-parallel rank),
+    so each of the 3 splits of 7 GPUs is counted 8 times: 24 ways, "with CP and EP"; 7-way
+    DP breaks the batch of 64, 7-way TP the 32 heads, 7 stages the 48 layers."""
+    assert _no_layout("qwen3-30b-a3b", "H100", 7, 64) == (
+        "no layout of n_gpus=7 is valid for qwen3-30b-a3b with global_batch=64: of the 24 ways "
+        "to split 7 GPUs into TP × PP × DP (with CP and EP), the data-parallel size n/(tp·pp) "
+        "must divide global_batch=64 (8 of 24); tensor-parallel sizes must divide the 32 heads "
+        "(8 of 24); pipeline sizes must divide the 48 layers (8 of 24). " + _TRY)
+
+
+@pytest.mark.parametrize(("seq_len", "with_cp"), [(32767, ""), (32768, " (with CP and EP)")])
+def test_no_valid_layout_of_a_long_sequence_says_context_parallelism_was_tried(seq_len,
+                                                                              with_cp):
+    """From 32,768 tokens on (the search's long sequences) the message says the ways include
+    context and expert parallelism, one token shorter it does not: 7 GPUs, 3 ways."""
+    assert _no_layout("megatron-7.5b", "A100", 7, 64, seq_len=seq_len) == (
+        "no layout of n_gpus=7 is valid for megatron-7.5b with global_batch=64: of the 3 ways "
+        f"to split 7 GPUs into TP × PP × DP{with_cp}, the data-parallel size n/(tp·pp) must "
+        "divide global_batch=64 (1 of 3); tensor-parallel sizes must divide the 32 heads "
+        "(1 of 3); pipeline sizes must divide the 36 layers (1 of 3). " + _TRY)
+
+
+# --------------------------------------------------------------------- the search's results
+#: a made-up measured network: NVLink-like inside a node, a slower port between nodes
+NET = NodeNetwork(intra=AlphaBeta(2e-6, 300e9), inter=AlphaBeta(5e-6, 25e9), gpus_per_node=8)
+CAL = plan.Calibration(collective_efficiency=0.5)
+
+
+@pytest.fixture(scope="module")
+def small_search():
+    """Megatron 7.5B on 32 A100s (4 nodes of 8) under Megatron-LM 2021: a few hundred plans."""
+    return plan.search("megatron-7.5b", "A100", 32, 64, NET, calibration=CAL,
+                       framework="megatron-lm-2021", max_micro_batch=2, max_interleave=2)
+
+
+def _plain_ranking(r: plan.SearchResult) -> list[int]:
+    """The fitting plans' indices, fastest first (less memory first among equal times)."""
+    a = r.arrays
+    fitting = [i for i in range(a["step_s"].size) if a["memory_bytes"][i] <= a["capacity_bytes"][i]]
+    return sorted(fitting, key=lambda i: (a["step_s"][i], a["memory_bytes"][i]))
+
+
+def test_the_defaults_give_the_fastest_plan_and_ten_rows(small_search):
+    """Without arguments ``plan`` and ``result`` give the fastest fitting plan, ``top`` the
+    ten fastest as rows and ``share_where`` the shares among those ten, as a plain loop over
+    the search's arrays finds them."""
+    r, a = small_search, small_search.arrays
+    ranking = _plain_ranking(r)
+    assert len(ranking) > 11
+    fields = ("tp", "pp", "dp", "micro_batch", "interleave", "zero_stage", "sp", "recompute")
+
+    def fields_of(i):
+        return tuple(a[f][i].item() for f in fields)
+
+    assert tuple(getattr(r.plan(), f) for f in fields) == fields_of(ranking[0])
+    best = r.result()
+    assert tuple(getattr(best.plan, f) for f in fields) == fields_of(ranking[0])
+    assert best.step_s == pytest.approx(a["step_s"][ranking[0]], rel=1e-9)
+    rows = r.top()
+    assert [tuple(row[f] for f in fields) for row in rows] == [fields_of(i) for i in ranking[:10]]
+    ten = ranking[:10]
+    expected = {"tp_within_node": sum(a["tp"][i] <= 8 for i in ten) / 10,
+                "pp_over_1": sum(a["pp"][i] > 1 for i in ten) / 10,
+                "dp_over_1": sum(a["dp"][i] > 1 for i in ten) / 10}
+    assert r.share_where() == pytest.approx(expected, abs=1e-12)
+    assert set(expected.values()) - {0.0, 1.0}  # a share the eleventh plan would change
+
+
+def test_a_row_gives_each_plans_zero_shard_group():
+    """Hybrid sharding in groups of 4 of Megatron 7.5B on 32 GPUs: each row's ``zero_shard``
+    is the data-parallel ranks sharing one copy of the model state, ``dp`` for plain ZeRO (or
+    none) and 4 for the hybrid plans, as their labels say."""
+    r = plan.search("megatron-7.5b", "A100", 32, 64, NET, calibration=CAL,
+                    framework="megatron-core", zero_shards=(4,), max_micro_batch=1,
+                    max_interleave=1, recompute=("selective",), sequence_parallel=(True,))
+    rows = r.top(r.n_fit)
+    hybrid = [row for row in rows if "(hybrid)" in row["plan"]]
+    assert hybrid and len(hybrid) < len(rows)
+    for row in rows:
+        group = 4 if "in groups of 4 (hybrid)" in row["plan"] else row["dp"]
+        assert row["zero_shard"] == group
+
+
+def test_a_ranked_plan_is_evaluated_with_every_setting_of_its_search():
+    """``result(rank)`` evaluates the plan again, one at a time: with the search's recipe
+    (Megatron's bf16 weights and fp32 gradients: 18 bytes a parameter), framework switches
+    (gradient reduction not overlapped), even stages only and tensor parallelism across nodes
+    allowed, so it finds the memory and step the search found for that plan; with tensor
+    parallelism over 16 GPUs (two nodes) too."""
+    r = plan.search("megatron-7.5b", "A100", 32, 64, NET, calibration=CAL,
+                    framework="megatron-core", recipe="megatron-bf16",
+                    switches={"grad_overlap": False}, uneven_layers=False,
+                    allow_tp_across_nodes=True, max_micro_batch=1, max_interleave=1,
+                    zero_stages=(0,), recompute=("selective",), sequence_parallel=(True,))
+    a = r.arrays
+    assert r.rank_where(tp=16) is not None and r.rank_where(dp=16) is not None
+    for rank in range(r.n_fit):  # 12 plans
+        i = r.order[rank]
+        got = r.result(rank)
+        assert (got.plan.tp, got.plan.pp, got.plan.dp) == (a["tp"][i], a["pp"][i], a["dp"][i])
+        assert got.memory_bytes == pytest.approx(a["memory_bytes"][i], rel=1e-9)
+        assert got.step_s == pytest.approx(a["step_s"][i], rel=1e-9)
+        assert got.step["dp_comm"] == pytest.approx(a["dp_comm_s"][i], rel=1e-9)
