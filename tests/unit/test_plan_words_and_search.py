@@ -294,3 +294,118 @@ def test_a_ranked_plan_is_evaluated_with_every_setting_of_its_search():
         assert got.memory_bytes == pytest.approx(a["memory_bytes"][i], rel=1e-9)
         assert got.step_s == pytest.approx(a["step_s"][i], rel=1e-9)
         assert got.step["dp_comm"] == pytest.approx(a["dp_comm_s"][i], rel=1e-9)
+
+
+# ----------------------------------------------------------- collectives on a measured network
+A_IN, B_IN, A_OUT, B_OUT = 2e-6, 300e9, 5e-6, 25e9
+EFF = 0.5  # the share of line rate the planner derates both links to
+S = 1e9    # bytes
+
+
+def ring(op: str, n: int, size: float, alpha: float, bw: float) -> float:
+    """Patarasuk and Yuan's ring: all-reduce 2(n-1) steps and 2(n-1)/n of the data,
+    reduce-scatter or all-gather half of that."""
+    k = 2 if op == "all_reduce" else 1
+    return k * (n - 1) * alpha + k * (n - 1) / n * size / bw
+
+
+def tree_all_reduce(n: int, size: float, alpha: float, bw: float) -> float:
+    """A double binary tree: 2 log2(n) steps (n a power of two), twice the data sent."""
+    return 2 * int(np.log2(n)) * alpha + 2 * size / bw
+
+
+def _measured(**kw):
+    """The planner's model of a network given as measured α-β pairs (priced as measured)."""
+    net = NodeNetwork(intra=AlphaBeta(A_IN, B_IN), inter=AlphaBeta(A_OUT, B_OUT),
+                      gpus_per_node=8, **kw)
+    links = derated_links(net, EFF)
+    cm = collective_model(net, links, catalog.gpu("A100"), True)
+    assert not cm.nccl
+    return cm, links
+
+
+def test_two_gpus_a_node_run_the_hierarchical_collectives():
+    """8 GPUs, 2 in each of 4 nodes: the all-reduce reduce-scatters inside each node (2 GPUs),
+    all-reduces the half each GPU holds over the 4 nodes, and all-gathers inside the node; the
+    reduce-scatter is the node's then the network's on half the data."""
+    cm, _ = _measured()
+    b_in, b_out = B_IN * EFF, B_OUT * EFF
+    assert cm.time("all_reduce", np.array([S]), 8, 2)[0] == pytest.approx(
+        ring("reduce_scatter", 2, S, A_IN, b_in) + ring("all_reduce", 4, S / 2, A_OUT, b_out)
+        + ring("all_gather", 2, S, A_IN, b_in), rel=1e-12)
+    assert cm.time("reduce_scatter", np.array([S]), 8, 2)[0] == pytest.approx(
+        ring("reduce_scatter", 2, S, A_IN, b_in)
+        + ring("reduce_scatter", 4, S / 2, A_OUT, b_out), rel=1e-12)
+
+
+def test_a_node_share_that_does_not_split_the_group_evenly_is_one_flat_ring():
+    """12 GPUs, 8 of them on one node: no whole per-node parts, so one flat ring over all 12,
+    paced by the network: 22 α + 22/12 S/B."""
+    cm, _ = _measured()
+    assert cm.time("all_reduce", np.array([S]), 12, 8)[0] == pytest.approx(
+        ring("all_reduce", 12, S, A_OUT, B_OUT * EFF), rel=1e-12)
+
+
+def test_the_network_crosses_nodes_with_its_own_algorithm():
+    """A network whose collectives cross nodes as trees: 32 GPUs, 8 a node, all-reduce their
+    eighth of the data over 4 nodes in 2 log2 4 = 4 steps, sending it twice; 4 GPUs, one a
+    node, run one tree over all 4."""
+    cm, _ = _measured(inter_algorithm="tree")
+    b_in, b_out = B_IN * EFF, B_OUT * EFF
+    assert cm.time("all_reduce", np.array([S]), 32, 8)[0] == pytest.approx(
+        ring("reduce_scatter", 8, S, A_IN, b_in) + tree_all_reduce(4, S / 8, A_OUT, b_out)
+        + ring("all_gather", 8, S, A_IN, b_in), rel=1e-12)
+    assert cm.time("all_reduce", np.array([S]), 4, 1)[0] == pytest.approx(
+        tree_all_reduce(4, S, A_OUT, b_out), rel=1e-12)
+
+
+def test_a_collective_over_one_gpu_costs_nothing_in_float_seconds():
+    """One GPU sends nothing: 0 s at any size (a float array even for integer byte counts),
+    and the cached linear cost of such a group is (0 s, 0 s per byte)."""
+    cm, links = _measured()
+    out = cm.time("all_reduce", np.array([1000, 10**9]), 1, 1)
+    assert out.dtype == np.float64 and out.tolist() == [0.0, 0.0]
+    assert linear_cost(links, "all_gather", 1, 1) == (0.0, 0.0)
+
+
+def test_by_value_calls_the_function_once_per_key_with_that_key():
+    """``by_value`` hands each distinct key to the function with the entries that carry it."""
+    calls = []
+
+    def times_key(key, x):
+        calls.append(int(key))
+        return key * x
+
+    out = by_value(np.array([3, 1, 3, 2]), times_key, np.array([1.0, 2.0, 3.0, 4.0]))
+    assert out.tolist() == [3.0, 2.0, 9.0, 8.0]
+    assert sorted(calls) == [1, 2, 3]
+
+
+def test_nvls_reduces_an_h100_nodes_all_reduce_in_the_switch():
+    """NCCL's NVLS on an H100 node (NVLink 4, 450 GB/s, derated to 90 %): each GPU sends its
+    4 GB once and receives the result once, at NCCL's nvlsEfficiency of 0.85 for Hopper:
+    S / (0.85 B) plus NCCL's fixed latency of some µs, faster than a ring can be
+    (2(n-1)/n S / B)."""
+    from scaleout.plan.network import default_network
+
+    net = default_network("H100")
+    links = derated_links(net, 0.9)
+    cm = collective_model(net, links, catalog.gpu("H100"), True)
+    assert cm.nccl and cm.nvls
+    bw = 450e9 * 0.9
+    t = float(cm.time("all_reduce", np.array([4e9]), 8, 8)[0])
+    assert 4e9 / (0.85 * bw) < t < 4e9 / (0.85 * bw) + 50e-6
+    assert t < 2 * 7 / 8 * 4e9 / bw
+
+
+# ------------------------------------------------------------------------- presets in words
+def test_a_preset_without_nccl_is_called_textbook_hierarchical(monkeypatch):
+    """A preset whose collectives are the α-β model's hierarchical ones (not NCCL's) says so
+    in the presets table; the NCCL presets keep their words."""
+    textbook = replace(frameworks.FRAMEWORKS["megatron-lm-2021"], name="textbook",
+                       collectives="hierarchical")
+    monkeypatch.setitem(frameworks.FRAMEWORKS, "textbook", textbook)
+    rows = {r["preset"]: r for r in frameworks.preset_rows()}
+    assert rows["textbook"]["collectives"] == "textbook hierarchical α-β"
+    assert rows["megatron-lm-2021"]["collectives"] == "NCCL, topology-aware"
+    assert rows["deepspeed-2021"]["collectives"] == "NCCL, flat rings across nodes"
