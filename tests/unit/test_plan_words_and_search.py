@@ -158,8 +158,9 @@ def test_explain_adds_context_and_expert_parallelism_from_two_on(cp, ep, tail):
 
 
 def test_a_result_where_no_plan_fits_says_so_and_has_no_rows():
-    """A result whose ``order`` is empty (none of its plans fits) explains itself in one
-    sentence, lists no rows and, asked for a plan, says which ranks there are (none)."""
+    """A result whose ``order`` is empty (none of its plans fits; :func:`plan.search` raises
+    instead, so only a result built by hand has one) explains itself in one sentence and
+    lists no rows."""
     r = replace(_hand_result(), order=np.arange(0))
     assert r.n_fit == 0
     assert plan.explain(r) == "No plan fits."
