@@ -165,6 +165,9 @@ def test_a_result_where_no_plan_fits_says_so_and_has_no_rows():
     assert r.n_fit == 0
     assert plan.explain(r) == "No plan fits."
     assert r.top() == [] and r.top(3) == []
+    with pytest.raises(ValueError, match=r"^rank=0: no plan of this search fits, so none is "
+                                         r"ranked; allow more GPUs"):
+        r.plan(0)
 
 
 # ------------------------------------------------------------------- no valid layout, in words

@@ -99,6 +99,9 @@ class SearchResult:
 
     def plan(self, rank: int = 0) -> Plan:
         """The plan ranked ``rank`` (0 = fastest that fits)."""
+        if self.n_fit == 0:
+            raise ValueError(f"rank={rank!r}: no plan of this search fits, so none is ranked; "
+                             "allow more GPUs, a smaller micro-batch or more sharding")
         i = int(self.order[check_int("rank", rank, minimum=0, maximum=self.n_fit - 1)])
         return plan_from_arrays(self.arrays, i, global_batch=self.global_batch,
                                 seq_len=self.seq_len)
