@@ -105,8 +105,41 @@ def test_the_no_layout_message_counts_splits_a_framework_cannot_run():
     msg = str(e.value)
     assert e.value.closest is None
     assert "of the 6 ways to split 4 GPUs" in msg
-    assert "tp_offered (3 of 6)" in msg
-    assert "pp_offered (2 of 6)" in msg
+    assert "pytorch-fsdp has no tensor parallelism, so tp must be 1 (3 of 6)" in msg
+    assert "pytorch-fsdp has no pipeline parallelism, so pp must be 1 (2 of 6)" in msg
     assert "must divide global_batch=2 (1 of 6)" in msg
     # the biggest count first
     assert msg.index("(3 of 6)") < msg.index("(2 of 6)") < msg.index("(1 of 6)")
+
+
+def test_every_rule_that_counts_splits_has_a_sentence_in_the_no_layout_message():
+    """The message names what each rule demands in words, never a rule's bare name."""
+    from scaleout.plan.search import _DEMANDS, _OUTER
+
+    assert set(_OUTER) <= set(_DEMANDS)
+
+
+def test_context_parallel_sizes_that_divide_no_gpu_count_say_so():
+    """3 GPUs and cp_sizes=(2,): no split exists at all (2 does not divide 3)."""
+    with pytest.raises(NoPlanError, match=r"none of the context-parallel sizes cp_sizes=\(2,\) "
+                                          r"divides 3 GPUs"):
+        search(SMALL, A100, 3, 3, framework="megatron-core", flash_attention=True,
+               seq_len=4096, cp_sizes=(2,))
+
+
+def test_a_context_parallel_size_beyond_any_cluster_is_refused_by_its_own_name():
+    with pytest.raises(ValueError, match=r"cp_sizes must be a whole number from 1 to 10000000, got 16777216"):
+        search(SMALL, A100, 2, 8, framework="megatron-core", flash_attention=True,
+               seq_len=2**25, cp_sizes=(2**24,))
+
+
+def test_a_search_under_a_custom_framework_evaluates_its_plans_under_it():
+    """A framework object (not a preset) is kept by the result: result(k) prices plan k
+    under it, as evaluate does when given the same object."""
+    fw = Framework("full-only", "full recomputation only", recompute_modes=("full",))
+    r = search(SMALL, A100, 8, 16, framework=fw)
+    assert set(r.arrays["recompute"].tolist()) == {"full"}
+    best = r.result(0)
+    again = evaluate(SMALL, A100, r.plan(0), r.network, framework=fw)
+    assert best.step_s == again.step_s
+    assert best.plan.recompute == "full"

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import catalog, context_parallel, layout, memory, moe
 from ..catalog import GPU, ModelSpec
-from ..checks import check_bool, check_choice, check_int, check_positive, divisors
+from ..checks import MAX_GPUS, check_bool, check_choice, check_int, check_positive, divisors
 from ..collectives import NodeNetwork
 from ..layout import RECOMPUTE_MODES, Plan
 from ..units import GIB
@@ -83,7 +83,8 @@ class SearchResult:
     allow_tp_across_nodes: bool = False
     flash_attention: bool = False
     model_spec: ModelSpec | None = None
-    framework: str = ""
+    #: The preset's name, or the :class:`Framework` itself when the search was given one
+    framework: str | Framework = ""
     switches: tuple[tuple[str, bool], ...] = ()
     reserve_gib: float | None = None
 
@@ -395,7 +396,7 @@ def search(
         max_interleave=check_int("max_interleave", max_interleave), zero_stages=zs,
         recompute=rcs, sp_options=sps, zero_shards=shards, cp_sizes=cps, ep_sizes=eps)
     if not arrays:
-        raise NoPlanError(_no_layout_message(m, n, B, facts, why))
+        raise NoPlanError(_no_layout_message(m, n, B, facts, why, cps))
     arrays["flash"] = np.full(arrays["tp"].shape, bool(flash_attention))
     arrays.update(iteration(ctx, arrays, uneven=uneven_layers))
     arrays.update(throughput(ctx, n, arrays["step_s"], arrays["rc"]))
@@ -405,7 +406,8 @@ def search(
     order = idx[np.lexsort((arrays["memory_bytes"][idx], arrays["step_s"][idx]))]
     result = SearchResult(m.name, g.name, n, B, ctx.seq_len, network, ctx.calibration,
                           ctx.recipe.name, arrays, order, tokens, uneven_layers,
-                          allow_tp_across_nodes, bool(flash_attention), m, ctx.framework.name,
+                          allow_tp_across_nodes, bool(flash_attention), m,
+                          framework if isinstance(framework, Framework) else ctx.framework.name,
                           tuple(sorted((switches or {}).items())), reserve_gib)
     if not order.size:
         i = int(np.argmin(arrays["memory_bytes"]))
@@ -432,7 +434,7 @@ def _sizes(name: str, given: Iterable[int] | None, default: tuple[int, ...],
     if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
         raise ValueError(f"{name} must be a list of sizes, e.g. (1, 2, 4), got {given!r}")
     field = name.removesuffix("_sizes")
-    out = sorted({check_int(name, v) for v in given})
+    out = sorted({check_int(name, v, minimum=1, maximum=MAX_GPUS) for v in given})
     if not out:
         raise ValueError(f"{name} must offer at least one size")
     for v in out:
@@ -440,7 +442,8 @@ def _sizes(name: str, given: Iterable[int] | None, default: tuple[int, ...],
     return tuple(out)
 
 
-#: What each rule demands of a split, for the message when no layout is valid.
+#: What each rule demands of a split, for the message when no layout is valid (every rule of
+#: ``_OUTER``: the rules that count splits).
 _DEMANDS = {
     "batch": "the data-parallel size n/(tp·pp) must divide global_batch={B}",
     "tp_heads": "tensor-parallel sizes must divide the {f.n_heads} heads",
@@ -452,14 +455,31 @@ _DEMANDS = {
     "ep_fold": "expert-parallel sizes must divide a stage's tp × cp × dp GPUs",
     "cp_sequence": "context-parallel sizes must split the sequence into 2 × cp chunks",
     "dualpipe_shape": "DualPipe needs an even number of stages and of micro-batches",
+    "interleave_layers": "interleaved stages must divide each pipeline stage's layers",
+    "interleave_micro_batches": "the interleaved schedule needs a multiple of pp micro-batches",
+    "cp_offered": "{name} has no context parallelism, so cp must be 1",
+    "cp_flash": "context parallelism needs flash attention",
+    "ep_needs_moe": "expert parallelism needs a model with experts",
+    "ep_experts": "expert-parallel sizes must divide the {f.experts} experts",
+    "ep_offered": "{name} has no expert parallelism, so ep must be 1",
+    "fp8_gpu": "{f.precision}",
+    "tp_offered": "{name} has no tensor parallelism, so tp must be 1",
+    "pp_offered": "{name} has no pipeline parallelism, so pp must be 1",
+    "interleave_offered": "{name} runs no interleaved pipeline schedule",
 }
 
 
 def _no_layout_message(m: ModelSpec, n: int, B: int, facts: layout.Facts,
-                       why: dict[str, int]) -> str:
-    """Why no plan of ``n`` GPUs is valid: each rule and how many splits it removed."""
+                       why: dict[str, int], cp_sizes: Iterable[int] = (1,)) -> str:
+    """Why no plan of ``n`` GPUs is valid: each rule and how many splits it removed (or,
+    when no context-parallel size divides ``n``, that)."""
     total = sum(why.values())
-    reasons = [f"{_DEMANDS.get(rule, rule).format(B=B, f=facts)} ({count} of {total})"
+    if not total:
+        return (f"no layout of n_gpus={n:,} is valid for {m.name}: none of the context-parallel "
+                f"sizes cp_sizes={tuple(cp_sizes)} divides {n:,} GPUs; use sizes that divide "
+                f"n_gpus (1 always does)")
+    name = facts.framework or "the framework"
+    reasons = [f"{_DEMANDS[rule].format(B=B, f=facts, name=name)} ({count} of {total})"
                for rule, count in sorted(why.items(), key=lambda kv: -kv[1])]
     return (f"no layout of n_gpus={n:,} is valid for {m.name} with global_batch={B}: of the "
             f"{total} ways to split {n:,} GPUs into TP × PP × DP"
