@@ -128,7 +128,8 @@ def test_context_parallel_sizes_that_divide_no_gpu_count_say_so():
 
 
 def test_a_context_parallel_size_beyond_any_cluster_is_refused_by_its_own_name():
-    with pytest.raises(ValueError, match=r"cp_sizes must be a whole number from 1 to 10000000, got 16777216"):
+    with pytest.raises(ValueError,
+                       match=r"cp_sizes must be a whole number from 1 to 10000000, got 16777216"):
         search(SMALL, A100, 2, 8, framework="megatron-core", flash_attention=True,
                seq_len=2**25, cp_sizes=(2**24,))
 
