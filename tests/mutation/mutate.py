@@ -8,6 +8,10 @@ takes minutes on two cores. The runner prints killed / survived per module and w
 survivor's diff to ``.mutation/MODULE/survivors.diff``; ``tests/MUTATION.md`` explains the
 survivors that no test can kill (equivalent mutants).
 
+A run's verdicts are also written to ``verdicts/MODULE.json`` beside this file (committed;
+``--save`` writes them for a stopped run), so that ``--resume`` in a new checkout, where
+``.mutation/`` does not exist, carries on where the last run stopped (:func:`restore_verdicts`).
+
 Not part of ``./workbook test``: it re-runs the unit tests thousands of times.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import hashlib
 import json
 import shutil
 import subprocess
@@ -138,6 +143,89 @@ def forget_interrupted(work: Path) -> int:
     return count
 
 
+#: Verdicts kept in ``verdicts/MODULE.json`` (committed) so a run too long for one sitting goes
+#: on in a new checkout: killed, a segfault, caught by a type check (they stand while the
+#: function's code is unchanged), survived and no tests (they stand while the tests are also
+#: unchanged). Timeouts are not kept: under load they may be slow rather than caught.
+KEPT = {1, 3, -11, -9, 37}
+KEPT_WHILE_TESTS_UNCHANGED = {0, 5, 33}
+VERDICT_DIR = HERE / "verdicts"
+
+
+def tests_fingerprint(work: Path) -> str:
+    """A hash of the test files and options a scratch copy runs (its ``pyproject.toml``'s
+    mutmut table and the content of every file under ``tests/``)."""
+    digest = hashlib.sha256((work / "pyproject.toml").read_bytes())
+    for path in sorted((work / "tests").rglob("*.py")):
+        digest.update(str(path.relative_to(work)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def save_verdicts(module: str, work: Path) -> Path | None:
+    """Write the verdicts of ``work``'s mutants (see :data:`KEPT`) to ``verdicts/MODULE.json``:
+    per mutated file, per function its code hash and the verdict of each mutant number."""
+    metas = sorted((work / "mutants").rglob("*.meta"))
+    if not metas:
+        return None
+    files, counts = {}, {}
+    for meta in metas:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        funcs: dict[str, list] = {}
+        for func, digest in sorted(data.get("hash_by_function_name", {}).items()):
+            funcs[func] = [digest, {}]
+        prefix = ""
+        for key, code in data.get("exit_code_by_key", {}).items():
+            prefix, name = key.rsplit(".", 1)
+            if code not in KEPT | KEPT_WHILE_TESTS_UNCHANGED:
+                continue
+            func, number = name.rsplit("__mutmut_", 1)
+            if func in funcs:
+                funcs[func][1][number] = code
+                counts[code] = counts.get(code, 0) + 1
+        if prefix:
+            files[str(meta.relative_to(work / "mutants"))] = {"module": prefix, "functions": funcs}
+    VERDICT_DIR.mkdir(exist_ok=True)
+    out = VERDICT_DIR / f"{module}.json"
+    record = {"module": module, "tests": tests_fingerprint(work),
+              "saved": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "verdicts": {"killed": counts.get(1, 0) + counts.get(3, 0),
+                           "survived": counts.get(0, 0),
+                           "no_tests": counts.get(5, 0) + counts.get(33, 0),
+                           "other": sum(counts.get(c, 0) for c in (-11, -9, 37))},
+              "files": files}
+    out.write_text(json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n",
+                   encoding="utf-8")
+    return out
+
+
+def restore_verdicts(module: str, work: Path) -> int:
+    """Seed a fresh scratch copy with ``verdicts/MODULE.json``: mutmut then tests only the
+    mutants without a kept verdict (and, as always, those of functions whose code changed,
+    by their hash). Survivors are run again when the tests changed. Returns the verdicts
+    restored."""
+    saved = VERDICT_DIR / f"{module}.json"
+    if not saved.exists():
+        return 0
+    record = json.loads(saved.read_text(encoding="utf-8"))
+    keep = KEPT | (KEPT_WHILE_TESTS_UNCHANGED if record["tests"] == tests_fingerprint(work)
+                   else set())
+    restored = 0
+    for rel, entry in record["files"].items():
+        prefix, funcs = entry["module"], entry["functions"]
+        codes = {f"{prefix}.{func}__mutmut_{n}": code for func, (_, verdicts) in funcs.items()
+                 for n, code in verdicts.items() if code in keep}
+        meta = work / "mutants" / rel
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        meta.write_text(json.dumps({
+            "exit_code_by_key": codes,
+            "hash_by_function_name": {func: digest for func, (digest, _) in funcs.items()},
+            "type_check_error_by_key": {}, "durations_by_key": {},
+            "estimated_durations_by_key": {}}, indent=4), encoding="utf-8")
+        restored += len(codes)
+    return restored
+
+
 def prepare(module: str, target: dict[str, list[str]], messages: bool,
             resume: bool = False) -> tuple[Path, list[str]]:
     """A scratch project for ``module``; returns its folder and the test files used.
@@ -148,6 +236,7 @@ def prepare(module: str, target: dict[str, list[str]], messages: bool,
     work = SCRATCH / module
     if work.exists() and not resume:
         shutil.rmtree(work)
+    seed = resume and not any((work / "mutants").rglob("*.meta"))
     if resume:
         forget_interrupted(work)
     for part in ("src", "data", "tests"):
@@ -171,6 +260,9 @@ def prepare(module: str, target: dict[str, list[str]], messages: bool,
                          patterns=json.dumps([] if messages else list(MESSAGE_LINES)),
                          timeout=float(target.get("timeout_constant_s", 1.0))),
         encoding="utf-8")
+    if seed:  # no scratch copy to carry on from (a new checkout): the committed verdicts
+        print(f"    {restore_verdicts(module, work)} verdicts restored from "
+              f"{(VERDICT_DIR / f'{module}.json').relative_to(ROOT)}", flush=True)
     return work, tests
 
 
@@ -242,6 +334,7 @@ def run_module(module: str, target: dict[str, list[str]], children: int, message
               "kill_rate": caught / total if total else float("nan"), "not_run": not_run,
               "minutes": (time.monotonic() - start) / 60, "survivors": survivors}
     (work / "summary.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    save_verdicts(module, work)
     return result
 
 
@@ -260,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="carry on from the last run's scratch copy: mutants with a verdict "
                         "are not run again unless their function changed (Ctrl-C stops a run "
                         "and keeps what it decided)")
+    parser.add_argument("--save", action="store_true",
+                        help="run nothing: write the verdicts of the last (perhaps stopped) run "
+                        "of each module to tests/mutation/verdicts/MODULE.json, from which "
+                        "--resume carries on in a new checkout")
     parser.add_argument("--only", nargs="+", default=(), metavar="MUTANT",
                         help="run only these mutants (names as `survivors.diff` gives them, "
                         "globs allowed), e.g. to re-check survivors after a new test")
@@ -268,6 +365,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in modules if m not in targets]
     if unknown:
         parser.error(f"unknown module(s) {', '.join(unknown)}; known: {', '.join(targets)}")
+    if args.save:
+        for m in modules:
+            out = save_verdicts(m, SCRATCH / m)
+            print(f"{m}: " + (f"verdicts written to {out.relative_to(ROOT)}" if out else
+                              f"no run to save in {(SCRATCH / m).relative_to(ROOT)}"))
+        return 0
     results = [run_module(m, targets[m], args.max_children, args.messages, tuple(args.only),
                           args.resume) for m in modules]
     print(f"\n{'module':<12} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9}"
