@@ -151,6 +151,26 @@ def test_stage_split_as_fast_as_a_loop_over_every_last_stage(dual, l, pp, r):
         assert st["busiest_s"][0] == pytest.approx(best, rel=1e-12)
 
 
+@pytest.mark.parametrize(("l", "pp", "r", "expected"), [
+    (61, 2, 0.7, (34, 27)), (11, 2, 3.3, (11, 0)), (9, 2, 0.1, (8, 1)), (61, 16, 0.3, (4, 1))])
+def test_equally_fast_splits_are_reported_the_same_at_any_time_scale(l, pp, r, expected):
+    """DualPipe on two stages: GPU 0 runs both, so every split ``k + L = l`` paces alike at
+    ``(l + r)/2`` layer times; on 16 stages a middle GPU's ``k = 4`` sets the pace for
+    ``L`` of 1 or 2 alike. Of equally fast splits the one with the fewest layers on the
+    last stage among those tried (``L`` from three below the balance point ``(l - r)/2``
+    on two stages) is reported, whatever the unit of time: rounding does not choose."""
+    ctx = SimpleNamespace(model=SimpleNamespace(n_layers=l), framework=SimpleNamespace(
+        pipeline_schedule="dualpipe"))
+    for unit in (1.0, 0.1, 0.3, 1 / 3, 7.7e-3, 123.456):
+        st = step.stage_split(ctx, SimpleNamespace(pp=np.array([pp])), np.array([unit]),
+                              np.array([r * unit]), True)
+        k, last = float(st["first_layers"][0]), float(st["last_layers"][0])
+        assert (k, last) == expected
+        assert _pace(True, pp, k, last, r) == pytest.approx(
+            min(_pace(True, pp, -(-(l - L) // (pp - 1)), L, r) for L in range(l - pp + 2)),
+            rel=1e-12)
+
+
 # ============================================================================ busiest_gpu
 def _experts(moe):
     """MoE counts of an 8-layer model whose layers ``moe`` have experts: in the first k

@@ -728,7 +728,9 @@ def stage_split(ctx: Context, x: _Shape, per_layer: np.ndarray, head_s: np.ndarr
     the output layer, the other ``pp - 1`` stages share the rest as evenly as whole layers
     allow (at most ``k = ceil((l - L)/(pp - 1))`` each), ``L`` chosen to make the busiest
     stage fastest (it may be 0: the last stage then runs the output layer alone, as Llama 3's
-    last chunk does). Under DualPipe, where GPU 0 runs the first and the last stage and the
+    last chunk does); of ``L`` equally fast to a relative 10⁻⁹, the smallest (the split then
+    does not depend on rounding).
+    Under DualPipe, where GPU 0 runs the first and the last stage and the
     others two middle ones (:func:`busiest_gpu`), ``L`` makes the slower of those paces
     fastest instead. One stage (``pp = 1``) holds everything.
     """
@@ -750,7 +752,9 @@ def stage_split(ctx: Context, x: _Shape, per_layer: np.ndarray, head_s: np.ndarr
                            (k * per_layer + last * per_layer + head_s) / 2)
         else:
             t = np.maximum(k * per_layer, last * per_layer + head_s)
-        better = t < best_t
+        # of splits equally fast to rounding (DualPipe on two stages, where GPU 0 runs both,
+        # is equally fast at every split), the first tried: the fewest layers on the last stage
+        better = t < best_t - 1e-9 * np.abs(t)
         best_l = np.where(better, last, best_l)
         best_t = np.where(better, t, best_t)
     last = np.where(even, k_even, best_l)
