@@ -137,14 +137,24 @@ def test_dualpipe_middle_gpu_holds_two_middle_stages_from_four_stages_on():
 
 
 # ============================================================================ _stage_params
-def test_mtp_layer_on_the_last_stage_is_moe_as_the_last_layer_is():
-    """Every third layer MoE (2, 5, ..., 47) and one MTP module, two stages of 24: the first
-    holds MoE layers 2-23 (8), the last 26-47 (8) and the MTP module's layer, a layer like the
-    model's last (DeepSeek-V3 Sec. 2.2), so MoE: 9 layers of experts over EP 8."""
-    m = _qwen("qwen3-every-third-mtp", moe_layer_step=3, mtp_layers=1)
-    assert [j for j in range(48) if m.layer_is_moe(j)][-3:] == [41, 44, 47]
+@pytest.mark.parametrize(("step_", "first_dense", "moe", "want"), [
+    # every third layer MoE (2, 5, ..., 47): the last stage holds 26-47 (8), and the MTP
+    # module's layer is MoE like layer 47: 9 (the first stage 2-23: 8)
+    (3, 0, [41, 44, 47], 9),
+    # after one dense layer every second (2, 4, ..., 46): the last stage holds 24-46 (12); the
+    # last layer, 47, is dense, so is the MTP module's: 12 (the first stage 2-22: 11)
+    (2, 1, [42, 44, 46], 12),
+])
+def test_mtp_layer_on_the_last_stage_is_moe_as_the_last_layer_is(step_, first_dense, moe,
+                                                                  want):
+    """One MTP module, two stages of 24 layers: the MTP module's transformer layer is a
+    layer like the model's last (DeepSeek-V3 Sec. 2.2) and runs on the last stage. The most
+    MoE layers' experts a stage holds, over EP 8."""
+    m = _qwen(f"qwen3-mtp-step{step_}", moe_layer_step=step_, first_dense_layers=first_dense,
+              mtp_layers=1)
+    assert [j for j in range(48) if m.layer_is_moe(j)][-3:] == moe
     got = _memory(m, 24, 24, tp=1, pp=2, dp=8, ep=8)
-    assert got["expert_params_per_gpu"] == pytest.approx(9 * ROUTED / 8, rel=1e-12)
+    assert got["expert_params_per_gpu"] == pytest.approx(want * ROUTED / 8, rel=1e-12)
 
 
 def test_tensor_parallelism_halves_the_dense_layers_mlps():
