@@ -43,11 +43,11 @@ def _pipe_ctx(experts):
         framework=SimpleNamespace(p2p_overlap=False, pipeline_schedule="1f1b"))
 
 
-def _pipe(experts, tp, cp, dp):
+def _pipe(experts, tp, cp, dp, ep_s=2.0):
     x = SimpleNamespace(tp=_a(tp), cp=_a(cp), dp=_a(dp), pp=_a(2), v=_a(1),
                         micro_batches=_a(4), tokens=_a(1000.0))
     c = {"layer_forward_s": _a(1.0), "layer_recompute_s": _a(0.5), "head_s": _a(3.0)}
-    t = {"layer_tp_comm_s": _a(0.25), "layer_cp_comm_s": _a(0.5), "layer_ep_comm_s": _a(2.0)}
+    t = {"layer_tp_comm_s": _a(0.25), "layer_cp_comm_s": _a(0.5), "layer_ep_comm_s": _a(ep_s)}
     busy = {"layers": _a(2.0), "head": _a(1.0), "moe_layers": _a(2.0)}
     return step.pipeline_parts(_pipe_ctx(experts), x, c, t, busy)
 
@@ -66,8 +66,8 @@ def test_bubble_is_the_pipeline_fill_of_an_average_stage_with_cp_and_all_to_alls
 
 
 def test_stages_of_a_dense_model_fill_the_pipeline_without_all_to_alls():
-    """The same without experts: (17 + 3) / 2 = 10 s."""
-    got = _pipe(None, 2, 2, 2)
+    """The same without experts (nor all-to-alls): (17 + 3) / 2 = 10 s."""
+    got = _pipe(None, 2, 2, 2, ep_s=0.0)
     assert _one(got["bubble_s"]) == pytest.approx(10.0, rel=1e-12)
 
 
@@ -80,7 +80,7 @@ def test_sends_cross_nodes_when_a_stage_fills_its_node(tp, cp, dp, bandwidth):
     forward and backward for 4 micro-batches: 8 × 10⁶ bytes, 0.08 s at 0.1 GB/s between
     nodes, 0.008 s at 1 GB/s inside one. A stage's GPUs are tp × cp × dp, context
     parallelism multiplying them (not dividing)."""
-    got = _pipe(None, tp, cp, dp)
+    got = _pipe(None, tp, cp, dp, ep_s=0.0)
     assert _one(got["p2p_s"]) == pytest.approx(8e6 / bandwidth, rel=1e-12)
 
 
