@@ -144,3 +144,65 @@ def test_host_op_count_depends_on_local_experts_and_expert_parallelism():
     want = ((256 * GEMM_CALL + fwd - float(ex["moe_forward_gemm_s"][0]))
             + (512 * GEMM_CALL + bwd - 2 * rest - float(ex["moe_backward_gemm_s"][0]))) / 3
     assert loop == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_recomputed_kinds_split_over_tp_at_the_recipes_fp8_rate(tp):
+    """DeepSeek-V3 under HAI-LLM (recomputing RMSNorms, MLA up-projections and SwiGLU) with
+    its FP8 recipe, no recomputation mode: the layer recomputes only those kinds, their
+    matmuls ``2 × tokens × params`` FLOPs split over ``tp`` at the recipe's seconds per FLOP
+    (its FP8 share at the FP8 rate), their memory-bound traffic at HBM bandwidth, a third of
+    it (forward units)."""
+    ctx = step.context("deepseek-v3", GPU, None, None, "fp8-deepseek", 1024, 8,
+                       "deepseek-hai-llm")
+    assert ctx.fp8_share > 0
+    x = step._shape(ctx, _arrays(tp=[tp]))
+    got = float(step.compute_parts(ctx, x)["layer_recompute_s"][0])
+    kinds = memory.recomputed_kinds_per_layer(ctx.framework.recompute_kinds, ctx.model,
+                                              1024.0, 1, tp, False,
+                                              ctx.recipe.gemm_input_bytes)
+    assert kinds["params"] > 0
+    per_flop = float(step._seconds_per_flop(ctx, step._matmul_rate(ctx, x))[0])
+    hbm = ctx.gpu.hbm_gbytes_s * 1e9
+    want = (2 * 1024 * kinds["params"] / tp * per_flop
+            + ctx.calibration.nonmatmul_traffic * kinds["traffic_bytes"] / hbm / 3)
+    assert got == pytest.approx(float(want), rel=1e-12)
+
+
+def test_every_mtp_module_adds_the_same_projection():
+    """The output layer's forward and backward ``O`` on the last stage; each multi-token
+    prediction module runs it once more after its ``2h × h`` projection ``P``: with ``k``
+    modules ``O (1 + k) + k P``, so (head(2) - 3 head(0)) is twice (head(1) - 2 head(0)),
+    and positive."""
+    base = catalog.custom_model(8, 1024, 16, vocab=51_200, seq_len=1024)
+    heads = []
+    for k in (0, 1, 2):
+        m = replace(base, name=f"gpt-mtp-{k}", mtp_layers=k)
+        ctx = step.context(m, GPU, None, None, "mixed-adam", 1024, 8, "megatron-core")
+        heads.append(float(step.compute_parts(ctx, step._shape(ctx, _arrays()))["head_s"][0]))
+    one, two = heads[1] - 2 * heads[0], heads[2] - 3 * heads[0]
+    assert one > 0
+    assert two == pytest.approx(2 * one, rel=1e-9)
+
+
+# ============================================================================ _ep_comm
+def test_expert_parallel_all_to_alls_at_the_framework_dispatcher_and_recipe():
+    """Qwen3-30B-A3B with DeepEP's dispatcher and DeepSeek's FP8 recipe (dispatch in FP8 with
+    its scales, 1.03125 bytes a value): at ``ep = 2`` a layer's all-to-alls are
+    ``moe.layer_comm_time`` for the busiest rank's ``ρ`` times 1,024 tokens over the node's
+    links, full recomputation adding the forward pair; at ``ep = 1`` nothing is sent."""
+    fw = replace(CORE, moe_dispatcher="deepep")
+    ctx = step.context(MOE, GPU, None, None, "fp8-deepseek", 1024, 8, fw)
+    x = step._shape(ctx, _arrays(3, ep=[1, 2, 2], rc=[0, 0, 2]))
+    rho = moe.expected_rank_imbalance(1024.0, 128, 8, 2)
+    got = step._ep_comm(ctx, x, np.array([1.0, rho, rho]))
+    links = ctx.collectives.links
+    want = moe.layer_comm_time(MOE, 1024.0 * rho, 2, 8, links.intra, links.inter,
+                               "fp8-deepseek", dispatcher="deepep")
+    plain = moe.layer_comm_time(MOE, 1024.0 * rho, 2, 8, links.intra, links.inter)
+    assert want["total_s"] < plain["total_s"]  # fewer copies, fewer bytes than alltoall BF16
+    np.testing.assert_allclose(got["total_s"], [0.0, want["total_s"],
+                                                want["total_s"] + want["forward_s"]],
+                               rtol=1e-12)
+    np.testing.assert_allclose(got["dispatch_s"], [0.0, want["dispatch_s"],
+                                                   want["dispatch_s"]], rtol=1e-12)
