@@ -62,7 +62,7 @@ def test_shape_follows_the_layout_conventions_iteration_documents():
     """A shard code 0 means the whole of ``dp`` (``layout._shard``, ``search``'s codes); a
     shard group of 1 (every rank holds a whole copy, a valid hybrid plan) stays 1; ``cp`` and
     ``ep`` are 1 where the arrays leave them out, so the expert data-parallel size is
-    ``tp × dp`` (2 × 4 = 8)."""
+    ``tp × dp`` (2 × 4 = 8); the micro-batches a replica runs are a whole count."""
     ctx = step.context(MOE, GPU, None, None, "mixed-adam", 1024, 32, "megatron-core")
     a = _arrays(3, tp=[2, 2, 2], dp=[4, 4, 4], zero_stage=[1, 1, 1], zero_shard=[0, 2, 1])
     del a["cp"], a["ep"]
@@ -72,6 +72,9 @@ def test_shape_follows_the_layout_conventions_iteration_documents():
     np.testing.assert_array_equal(x.ep, [1, 1, 1])
     np.testing.assert_array_equal(x.edp, [8, 8, 8])
     np.testing.assert_array_equal(x.micro_batches, [8, 8, 8])  # 32 / (4 × 1)
+    # a count of whole micro-batches (the rule ``batch``), kept as integers in
+    # ``SearchResult.arrays["micro_batches"]``
+    assert np.issubdtype(x.micro_batches.dtype, np.integer)
 
 
 # ============================================================================ expert GEMMs
