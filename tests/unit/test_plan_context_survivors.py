@@ -11,7 +11,7 @@ the derated links against the α-β model's own bound. See ``tests/MUTATION.md``
 from dataclasses import replace
 
 import pytest
-from scaleout import catalog
+from scaleout import catalog, plan
 from scaleout.collectives import AlphaBeta, NodeNetwork
 from scaleout.plan import step
 from scaleout.plan.calibration import DEFAULT_CALIBRATION
@@ -105,6 +105,12 @@ def test_switched_off_framework_is_the_preset_with_those_switches_false():
     one = core.with_switches({"hybrid_shard": False})
     assert one.hybrid_shard is False
     assert one.label == "Megatron-Core (2024-25), hybrid_shard off"
+    # a search with hybrid sharding off runs (the layout rule reads the switch with ``|``)
+    # and shards over the whole data-parallel group only
+    res = plan.search("llama3-8b", GPU, 16, 32, framework="pytorch-fsdp",
+                      switches={"hybrid_shard": False})
+    assert res.n_evaluated > 0
+    assert (res.arrays["zero_shard"] == res.arrays["dp"]).all()
 
 
 def test_a_link_beyond_the_alpha_beta_bound_is_refused_whatever_the_efficiency():
