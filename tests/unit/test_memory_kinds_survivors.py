@@ -16,9 +16,9 @@ from scaleout import catalog, memory
 
 # --------------------------------------------------------------------------- layer_params
 def test_mla_without_query_compression_counts_full_query_projection():
-    """DeepSeek-V2-Lite's shape (arXiv 2405.04434, Appendix: h 2048, 16 heads, kv_lora_rank
+    """DeepSeek-V2-Lite's attention (arXiv 2405.04434, Appendix: h 2048, 16 heads, kv_lora_rank
     512, no query compression, nope 128, rope 64, v 128): queries are one h x a(nope+rope)
-    matrix."""
+    matrix (its MoE layers are left out: only the attention count is checked)."""
     m = catalog.model({
         "n_layers": 27, "hidden": 2048, "n_heads": 16, "vocab": 102400, "seq_len": 4096,
         "ffn_hidden": 10944, "gated_mlp": True, "biases": False, "tied_embeddings": False,
