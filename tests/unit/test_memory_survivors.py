@@ -30,3 +30,17 @@ def test_recipe_quantize_bytes_allowed_only_with_fp8():
     assert _recipe("fp8", 0.5).quantize_bytes == 0.5
     with pytest.raises(ValueError):
         _recipe("bf16", 0.5)
+
+
+def test_precision_problem_offers_recipes_without_fp8():
+    """The sentence for an FP8 recipe on a GPU without FP8 names the non-FP8 recipes (property:
+    every recipe it offers as the alternative must itself not multiply in FP8)."""
+    from scaleout import catalog
+    fp8 = [n for n, r in memory.RECIPES.items() if r.fp8]
+    no_fp8_gpus = [g.name for g in catalog.gpus() if g.fp8_dense_tflops is None]
+    if not fp8 or not no_fp8_gpus:
+        pytest.skip("catalog has no FP8 recipe or no GPU without FP8")
+    msg = memory.precision_problem(fp8[0], no_fp8_gpus[0])
+    offered = msg.rsplit("a recipe without it (", 1)[1].rstrip(")").split(", ")
+    assert "mixed-adam" in offered
+    assert not any(memory.RECIPES[n].fp8 for n in offered)
