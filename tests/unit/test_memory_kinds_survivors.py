@@ -10,7 +10,6 @@ from the models' published shapes.
 """
 import numpy as np
 import pytest
-
 from scaleout import catalog, memory
 
 

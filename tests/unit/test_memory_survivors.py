@@ -5,7 +5,6 @@ Expected values are hand calculations: Korthikanti et al. 2022, eq. (1) and Tabl
 ZeRO (Rajbhandari et al. 2020) 2 + 2 + 12 bytes per parameter in mixed-precision Adam.
 """
 import pytest
-
 from scaleout import memory
 
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from scaleout import catalog, compute, memory, moe
+from scaleout import catalog, memory, moe
 from scaleout.plan import step
 from scaleout.plan.frameworks import FRAMEWORKS
 
