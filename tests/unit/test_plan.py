@@ -510,6 +510,27 @@ def test_a_framework_offers_some_known_recompute_modes(modes, words):
         Framework("custom", "a framework", recompute_modes=modes)
 
 
+@pytest.mark.parametrize("name", ["", "   ", None, 3])
+def test_a_framework_has_a_name(name):
+    """Messages and reports name the framework: a blank or missing name is refused."""
+    from scaleout.plan.frameworks import Framework
+
+    with pytest.raises(ValueError, match=r"name of a framework must be a non-empty string"):
+        Framework(name, "a framework")
+
+
+def test_a_search_records_the_framework_it_ran_under_by_name():
+    """Not naming a framework searches under the default preset, and the result says which
+    (the report prints it); a preset given by name is kept by name."""
+    from scaleout.plan.frameworks import DEFAULT_FRAMEWORK
+
+    assert DEFAULT_FRAMEWORK == "megatron-core"
+    kw = dict(flash_attention=True, max_micro_batch=1, max_interleave=1)
+    assert plan.search("megatron-1.7b", "A100", 8, 16, **kw).framework == "megatron-core"
+    assert plan.search("megatron-1.7b", "A100", 8, 16, framework="pytorch-fsdp",
+                       **kw).framework == "pytorch-fsdp"
+
+
 def test_a_search_under_a_framework_tries_only_what_it_can_run():
     """Composer's FSDP of 2022-23 shards data-parallel ranks only: on 16 GPUs every plan is
     16-way data parallel, recomputing whole layers or nothing; DeepSpeed of 2021 pipelines

@@ -133,22 +133,25 @@ def _pace(dual, pp, k, last, r):
 @pytest.mark.parametrize(("dual", "l", "pp", "r"), [
     (False, 7, 2, 0.5), (False, 7, 2, 2.5), (False, 3, 2, 0.5), (False, 11, 3, 1.5),
     (True, 7, 4, 0.25), (True, 10, 4, 1.75), (True, 23, 6, 0.5)])
-def test_stage_split_as_fast_as_a_loop_over_every_last_stage(dual, l, pp, r):
+@pytest.mark.parametrize("unit_s", [1.0, 2e-5])
+def test_stage_split_as_fast_as_a_loop_over_every_last_stage(dual, l, pp, r, unit_s):
     """A plain loop over every last-stage count ``L`` (the others at most
     ``k = ceil((l - L)/(pp - 1))``, the output layer ``r`` layers' time): the planner's
-    split paces as the best, in whole layers, every layer placed, the earlier stages full."""
+    split paces as the best, in whole layers, every layer placed, the earlier stages full.
+    Also with a layer of 20 µs per micro-batch (a small model): the tie tolerance is relative
+    to the stage time, so a split one layer faster still wins."""
     best = min(_pace(dual, pp, -(-(l - last) // (pp - 1)), last, r)
                for last in range(l - pp + 2))
     ctx = SimpleNamespace(model=SimpleNamespace(n_layers=l), framework=SimpleNamespace(
         pipeline_schedule="dualpipe" if dual else "1f1b"))
-    st = step.stage_split(ctx, SimpleNamespace(pp=np.array([pp])), np.array([1.0]),
-                          np.array([r]), True)
+    st = step.stage_split(ctx, SimpleNamespace(pp=np.array([pp])), np.array([unit_s]),
+                          np.array([r * unit_s]), True)
     k, last = float(st["first_layers"][0]), float(st["last_layers"][0])
     assert k == int(k) and last == int(last)
     assert (k - 1) * (pp - 1) < l - last <= k * (pp - 1)
     assert _pace(dual, pp, k, last, r) == pytest.approx(best, rel=1e-12)
     if not dual:
-        assert st["busiest_s"][0] == pytest.approx(best, rel=1e-12)
+        assert st["busiest_s"][0] == pytest.approx(best * unit_s, rel=1e-12)
 
 
 @pytest.mark.parametrize(("l", "pp", "r", "expected"), [

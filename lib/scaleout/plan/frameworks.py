@@ -210,6 +210,9 @@ class Framework:
     sources: dict[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"name of a framework must be a non-empty string (messages and "
+                             f"reports name it), got {self.name!r}")
         check_choice("collectives", self.collectives, ("nccl", "hierarchical"))
         check_choice("zero3_unit", self.zero3_unit, ("layer", "tensor"))
         check_choice("cp_variant", self.cp_variant, ("", "ring"))

@@ -438,7 +438,7 @@ def _sizes(name: str, given: Iterable[int] | None, default: tuple[int, ...],
     if not out:
         raise ValueError(f"{name} must offer at least one size")
     for v in out:
-        layout.check(Plan(dp=v, global_batch=v, **{field: v}), facts, only=rules)
+        layout.check(Plan(**{field: v}), facts, only=rules)
     return tuple(out)
 
 
@@ -478,8 +478,8 @@ def _no_layout_message(m: ModelSpec, n: int, B: int, facts: layout.Facts,
         return (f"no layout of n_gpus={n:,} is valid for {m.name}: none of the context-parallel "
                 f"sizes cp_sizes={tuple(cp_sizes)} divides {n:,} GPUs; use sizes that divide "
                 f"n_gpus (1 always does)")
-    name = facts.framework or "the framework"
-    reasons = [f"{_DEMANDS[rule].format(B=B, f=facts, name=name)} ({count} of {total})"
+    reasons = [f"{_DEMANDS[rule].format(B=B, f=facts, name=facts.framework)} ({count} of "
+               f"{total})"
                for rule, count in sorted(why.items(), key=lambda kv: -kv[1])]
     return (f"no layout of n_gpus={n:,} is valid for {m.name} with global_batch={B}: of the "
             f"{total} ways to split {n:,} GPUs into TP × PP × DP"
