@@ -319,7 +319,10 @@ def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
 #: FP8 with current scaling as Transformer Engine's per-tensor current scaling (an amax pass
 #: before each cast), MXFP8 (Blackwell's 1x32 block scales) at the same FP8 peak, its scales
 #: counted in the casts (one byte per 32 values) and left out of the stored activations.
-_BRIDGE_RECIPES = {"BF16": "mixed-adam", "FP8-CS": "fp8-te-cs", "FP8-MX": "fp8-te-mx"}
+#: 25.11 prints "FP8-CS" and "FP8-MX"; 26.02 prints "FP8" (its recipes' fp8_cs, assumed in
+#: data/published/megatron_bridge_perf_2602.toml) and "MXFP8".
+_BRIDGE_RECIPES = {"BF16": "mixed-adam", "FP8-CS": "fp8-te-cs", "FP8-MX": "fp8-te-mx",
+                   "FP8": "fp8-te-cs", "MXFP8": "fp8-te-mx"}
 #: Megatron-Core's recompute_modules the planner models, as its recompute kinds.
 _RECOMPUTE_MODULES = {"layernorm": "norms", "moe_act": "moe_swiglu",
                       "mla_up_proj": "mla_up_projections"}
@@ -352,8 +355,14 @@ def _bridge_framework(run: dict) -> tuple[str | Framework, list[str]]:
     return (fw if fw != base else "megatron-core"), said
 
 
-def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
+def _bridge(raw: dict, source: str) -> tuple[list[Case], list[str]]:
+    """The runs of one Megatron Bridge performance table (``source``, the file's key) as cases.
+
+    A run of another release than the file's ``release`` (the 26.02 file's 26.02.01 rows)
+    carries its release in its label; ``mtp = true`` keeps the model's multi-token
+    prediction where the table does not print "w/ MTP" (the recipe's setting)."""
     out, skipped = [], []
+    main_release = raw.get("release")
     for run in raw["run"]:
         why = None
         if run["precision"] not in _BRIDGE_RECIPES:
@@ -368,7 +377,8 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
             skipped.append(f"{run['model']} on {run['gpus']} × {run['gpu']}: {why}")
             continue
         m = catalog.model(run["model"])
-        if m.mtp_layers and run.get("variant") != "w/ MTP":
+        with_mtp = run.get("variant") == "w/ MTP" or run.get("mtp", False)
+        if m.mtp_layers and not with_mtp:
             m = replace(m, mtp_layers=0)  # "w/o MTP", or not stated: the model without it
         plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], micro_batch=run["micro_batch"],
                     global_batch=run["global_batch"], zero_stage=1, sp=run["tp"] > 1,
@@ -376,21 +386,27 @@ def _bridge(raw: dict) -> tuple[list[Case], list[str]]:
                     flash_attention=True, seq_len=run["seq_len"], cp=run["cp"],
                     ep=run.get("ep", 1))
         extra = []
-        if run["precision"] == "FP8-MX":
+        if run["precision"] in ("FP8-MX", "MXFP8"):
             extra.append("MXFP8 at the FP8 peak; its block scales in the casts only")
+        elif run["precision"] == "FP8":
+            extra.append("FP8 with current scaling (the recipe's fp8_cs; the table says FP8)")
         fw, settings = _bridge_framework(run)
         if m.is_moe:
             extra += ["force-balanced (random scores), dropless routing",
                       "expert tensor parallelism 1",
                       *(settings or ["no all-to-all overlap (Megatron-Core's default)"])]
         if run.get("variant") == "dropless" or (catalog.model(run["model"]).mtp_layers
-                                                 and "variant" not in run):
+                                                 and "variant" not in run and "mtp" not in run):
             extra.append("no multi-token prediction (not stated for this row)")
+        if "mtp" in run and m.mtp_layers:
+            extra.append("multi-token prediction on (the recipe's; not stated for this row)")
         if run["cp"] > 1:
             extra.append("context parallelism as ring attention (Megatron-Core's p2p)")
         label = (f"{m.name}{' ' + run['precision'] if run['precision'] != 'BF16' else ''} on "
-                 f"{run['gpus']} × {run['gpu']}")
-        out.append(Case("megatron_bridge_perf_2511", label, m, run["gpu"],
+                 f"{run['gpus']} × {run['gpu']}"
+                 + (f" ({run['release']})" if main_release and run["release"] != main_release
+                    else ""))
+        out.append(Case(source, label, m, run["gpu"],
                         default_network(run["gpu"]), plan, fw,
                         "tokens/s per GPU", run["tokens_per_s_per_gpu"], _tokens_per_gpu,
                         ("distributed optimizer (ZeRO-1)", "SP with TP",
@@ -441,7 +457,10 @@ SOURCES: dict[str, tuple[str, Callable[[dict], tuple[list[Case], list[str]]]]] =
     "megascale_table2": ("MegaScale 2024, Table 2 (Megatron-LM rows)", _megascale),
     "llama3_table4": ("Llama 3 2024, Table 4", _llama3),
     "torchtitan_2024": ("torchtitan 2024 (FSDP2, A100)", _torchtitan),
-    "megatron_bridge_perf_2511": ("Megatron Bridge 25.11 (dense, MoE, FP8, CP)", _bridge),
+    "megatron_bridge_perf_2511": ("Megatron Bridge 25.11 (dense, MoE, FP8, CP)",
+                                  functools.partial(_bridge, source="megatron_bridge_perf_2511")),
+    "megatron_bridge_perf_2602": ("Megatron Bridge 26.02 (dense, MoE, FP8, CP)",
+                                  functools.partial(_bridge, source="megatron_bridge_perf_2602")),
     "deepseek_v3": ("DeepSeek-V3 report 2024 (2,048 H800)", _deepseek_v3),
 }
 
