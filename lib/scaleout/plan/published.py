@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import catalog, compute, reliability
+from .. import catalog, reliability
 from ..catalog import ModelSpec
 from ..collectives import NodeNetwork
 from ..layout import Plan
@@ -481,8 +481,3 @@ def cases() -> tuple[tuple[Case, ...], tuple[str, ...]]:
         skipped += [f"{title}: {why}" for why in left]
     return tuple(out), tuple(skipped)
 
-
-def model_flops_per_iteration(case: Case) -> float:
-    """PaLM's model FLOPs of one iteration of ``case`` (no recomputation counted)."""
-    s = case.plan.seq_len or case.model.seq_len
-    return compute.flops_per_token(case.model, s) * case.plan.global_batch * s
