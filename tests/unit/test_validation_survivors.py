@@ -293,3 +293,14 @@ def test_the_sources_networks_and_recipes_are_not_the_defaults():
         default = plan.evaluate(case.model, case.gpu, case.plan, kw["network"],
                                 framework=case.framework, recipe=kw["recipe"])
         assert not math.isclose(own.step_s, default.step_s, rel_tol=1e-6), case.label
+
+
+def test_gpu_hours_of_any_gpu_read_back_alike_and_an_unknown_quantity_is_refused():
+    """The same cost stated in H100 GPU-hours reads back as the same step (the baseline and
+    the error log already take "GPU-hours" of any GPU); a quantity no reader knows is an
+    error naming it, not a silent read as TFLOP/s."""
+    case = next(c for c in published.cases()[0] if c.source == "deepseek_v3")
+    h100 = replace(case, quantity="H100 GPU-hours per 10^12 tokens")
+    assert validation._printed_step_s(h100) == pytest.approx(19.90656, rel=1e-14)
+    with pytest.raises(ValueError, match=r"quantity='petaFLOP-days'.*allowed: 's/iteration'"):
+        validation._printed_step_s(replace(case, quantity="petaFLOP-days"))

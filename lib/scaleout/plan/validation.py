@@ -71,6 +71,11 @@ def _published_step_s(case: Case) -> float:
     return _printed_step_s(case) * case.goodput
 
 
+#: The quantities a published run may be measured in (``GPU-hours`` of any GPU).
+QUANTITIES = ("s/iteration", "tokens/s per GPU", "<GPU> GPU-hours per 10^12 tokens",
+              "TFLOP/s per GPU (Eq. 3)", "TFLOP/s per GPU (model FLOPs)")
+
+
 def _printed_step_s(case: Case) -> float:
     p = case.plan
     s = p.seq_len or case.model.seq_len
@@ -79,13 +84,16 @@ def _printed_step_s(case: Case) -> float:
         return case.published
     if case.quantity == "tokens/s per GPU":
         return p.global_batch * s / (case.published * n)
-    if case.quantity.startswith("H800 GPU-hours"):  # GPU-hours per 10^12 tokens
+    if case.quantity.endswith("GPU-hours per 10^12 tokens"):  # of whichever GPU ran it
         return p.global_batch * s * case.published * 3600 / 1e12 / n
     if case.quantity == "TFLOP/s per GPU (Eq. 3)":
         flops = compute.megatron_iteration_flops(case.model, p.global_batch, s, recompute=True)
         return flops / (case.published * 1e12 * n)
-    flops = compute.flops_per_token(case.model, s) * p.global_batch * s
-    return flops / (case.published * 1e12 * n)
+    if case.quantity == "TFLOP/s per GPU (model FLOPs)":
+        flops = compute.flops_per_token(case.model, s) * p.global_batch * s
+        return flops / (case.published * 1e12 * n)
+    raise ValueError(f"quantity={case.quantity!r} of {case.label} cannot be read as a step "
+                     f"time; allowed: {', '.join(map(repr, QUANTITIES))}")
 
 
 def _row(case: Case, predicted: float) -> ValidationRow:
