@@ -172,3 +172,18 @@ def test_every_case_names_its_gpu_as_the_catalog_does_and_has_integer_sizes(ever
             assert type(getattr(c.plan, size)) is int, (c.source, c.label, size)
     a100 = [c for c in every_case if c.source in ("korthikanti_table5", "megatron_lm_table1")]
     assert {c.gpu for c in a100} == {"A100-SXM4-80GB"}
+
+
+@pytest.mark.parametrize(("reader", "source", "extra"), [
+    ("_korthikanti", "korthikanti_table5",
+     {"global_batch": 8, "micro_batch": 1, "interleave": 1, "seconds_full_recompute": 2.0,
+      "seconds_selective_sp": 1.5}),
+    ("_megatron_t1", "megatron_lm_table1", {"batch": 8, "achieved_tflops_per_gpu": 100.0})])
+def test_a_gpu_count_that_tp_times_pp_does_not_divide_is_refused_by_name(reader, source, extra):
+    """30 GPUs at tp 8, pp 2 (16 a replica): no whole number of data-parallel replicas. The
+    reader names the file, the run and the field instead of planning 16 GPUs."""
+    run = {"model": "korthikanti-22b", "tp": 8, "pp": 2, "gpus": 30, **extra}
+    with pytest.raises(ValueError, match=rf"data/published/{source}\.toml: run "
+                                         r"'korthikanti-22b': gpus=30 is not a multiple of "
+                                         r"tp × pp = 16"):
+        getattr(published, reader)({"run": [run]})

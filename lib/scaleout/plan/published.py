@@ -177,6 +177,16 @@ def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int, seq_len: i
                           "vocab": vocab, "seq_len": seq_len, **extra})
 
 
+def _dp(run: dict, source: str) -> int:
+    """The data-parallel size of a run stated by its GPUs, ``tp`` and ``pp``; a count they do
+    not divide is an error naming the file and the entry (never a silently smaller plan)."""
+    split = run["tp"] * run["pp"]
+    if run["gpus"] % split:
+        raise ValueError(f"data/published/{source}.toml: run {run['model']!r}: gpus="
+                         f"{run['gpus']} is not a multiple of tp × pp = {split}")
+    return run["gpus"] // split
+
+
 def _korthikanti(raw: dict) -> tuple[list[Case], list[str]]:
     out = []
     for run in raw["run"]:
@@ -184,7 +194,7 @@ def _korthikanti(raw: dict) -> tuple[list[Case], list[str]]:
         for key, rc, sp, label in (("seconds_full_recompute", "full", False, "full recompute"),
                                    ("seconds_selective_sp", "selective", True,
                                     "SP + selective")):
-            plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["gpus"] // (run["tp"] * run["pp"]),
+            plan = Plan(tp=run["tp"], pp=run["pp"], dp=_dp(run, "korthikanti_table5"),
                         micro_batch=run["micro_batch"], global_batch=run["global_batch"],
                         sp=sp, recompute=rc, interleave=run["interleave"])
             out.append(Case("korthikanti_table5", f"{m.name}, {label}", m, "A100-SXM4-80GB",
@@ -197,7 +207,7 @@ def _megatron_t1(raw: dict) -> tuple[list[Case], list[str]]:
     out = []
     for run in raw["run"]:
         m = catalog.model(run["model"])
-        d = run["gpus"] // (run["tp"] * run["pp"])
+        d = _dp(run, "megatron_lm_table1")
         plan = Plan(tp=run["tp"], pp=run["pp"], dp=d, micro_batch=1, global_batch=run["batch"],
                     recompute="full")
         out.append(Case("megatron_lm_table1", f"{m.name} on {run['gpus']:,} GPUs", m,
