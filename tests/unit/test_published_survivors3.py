@@ -62,7 +62,6 @@ def test_llama3_cases_state_the_quantity_and_the_readers_assumptions(every):
     for c in l3.values():
         assert c.quantity == "TFLOP/s per GPU (model FLOPs)"
         assert c.plan.recompute == "none"  # "without activation checkpointing"
-        assert c.plan.flash_attention is True
     for label in ("405B, 8K context, 8,192 GPUs", "405B, 8K context, 16,384 GPUs"):
         assert l3[label].plan.cp == 1
         assert l3[label].assumed == LLAMA3_ASSUMED
