@@ -16,12 +16,12 @@ from scaleout.plan.frameworks import Framework
 SOURCE = "megatron_bridge_perf_2602"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def raw() -> dict:
     return catalog.published(SOURCE)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cases() -> dict[str, published.Case]:
     return {c.label: c for c in published.cases()[0] if c.source == SOURCE}
 

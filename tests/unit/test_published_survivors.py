@@ -34,7 +34,7 @@ from scipy.special import lambertw
 DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def every_case():
     return published.cases()[0]
 

@@ -29,12 +29,12 @@ from scaleout.plan.frameworks import framework
 DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def every_case():
     return published.cases()[0]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def megascale(every_case):
     return [c for c in every_case if c.source == "megascale_table2"]
 

@@ -39,7 +39,7 @@ LLAMA3_ASSUMED = ("micro-batch 1", "interleave 2",
 LLAMA3_CP = "context parallelism as ring attention (Llama 3 all-gathers K and V)"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def every():
     return published.cases()
 
