@@ -76,6 +76,11 @@ QUANTITIES = ("s/iteration", "tokens/s per GPU", "<GPU> GPU-hours per 10^12 toke
               "TFLOP/s per GPU (Eq. 3)", "TFLOP/s per GPU (model FLOPs)")
 
 
+def _is_gpu_hours(quantity: str) -> bool:
+    """A cost in GPU-hours per 10^12 tokens, of whichever GPU ran it."""
+    return quantity.endswith("GPU-hours per 10^12 tokens")
+
+
 def _printed_step_s(case: Case) -> float:
     p = case.plan
     s = p.seq_len or case.model.seq_len
@@ -84,7 +89,7 @@ def _printed_step_s(case: Case) -> float:
         return case.published
     if case.quantity == "tokens/s per GPU":
         return p.global_batch * s / (case.published * n)
-    if case.quantity.endswith("GPU-hours per 10^12 tokens"):  # of whichever GPU ran it
+    if _is_gpu_hours(case.quantity):
         return p.global_batch * s * case.published * 3600 / 1e12 / n
     if case.quantity == "TFLOP/s per GPU (Eq. 3)":
         flops = compute.megatron_iteration_flops(case.model, p.global_batch, s, recompute=True)
@@ -125,7 +130,7 @@ def _log_step_errors(rows: Sequence[ValidationRow]) -> dict[str, np.ndarray]:
     """Per source, log(predicted step time / published step time) of every row."""
     by: dict[str, list[float]] = {}
     for r in rows:
-        slow = r.quantity == "s/iteration" or "GPU-hours" in r.quantity
+        slow = r.quantity == "s/iteration" or _is_gpu_hours(r.quantity)
         ratio = r.predicted / r.published if slow else r.published / r.predicted
         by.setdefault(r.source, []).append(float(np.log(ratio)))
     return {k: np.asarray(v) for k, v in by.items()}
@@ -201,7 +206,7 @@ def baseline_rows(mfu: float, selected: Sequence[Case] | None = None) -> list[Va
         published_step = _published_step_s(case)
         if case.quantity == "s/iteration":
             predicted = step
-        elif "GPU-hours" in case.quantity:  # a cost: it scales as the step
+        elif _is_gpu_hours(case.quantity):  # a cost: it scales as the step
             predicted = case.published * step / published_step
         else:  # a throughput: it scales as 1 / step
             predicted = case.published * published_step / step
