@@ -152,7 +152,10 @@ def test_mpt_a100_rows_run_on_1600_gbps_a_node_and_h100_rows_on_ndr():
 def test_mpt_cases_state_the_readers_two_assumptions_word_for_word():
     """Every MPT case says how its model and network are read: "no biases in MPT's linear
     layers" and "8 GPUs per node" (the file's note: 8 GPUs a node is the MosaicML platform's
-    node, assumed)."""
+    node, assumed). The wording is the reader's; whether the first holds is disputed by the
+    table itself: its NumParams column (Composer's logged n_params) equals the count with
+    biases on all 76 rows, l(12h^2 + 13h) + (V + s)h + 2h (7B: 6,658,859,008), not the
+    bias-free l(12h^2 + 2h) + (V + s)h + h (6,657,413,120); left to the library's owners."""
     for c in _mpt().values():
         assert c.assumed == ("no biases in MPT's linear layers", "8 GPUs per node")
         assert c.quantity == "tokens/s per GPU"
