@@ -19,8 +19,9 @@ the table or the file's notes, or a property that must hold:
   200 Gb/s (25 GB/s) a GPU between nodes and A100 NVLink (300 GB/s a direction) inside; the
   H100 rows on the DGX H100's NDR port (400 Gb/s, 50 GB/s, a GPU) and NVLink 4 (450 GB/s a
   direction);
-* the reader's two assumptions word for word, and that the one about biases describes the
-  model the case holds.
+* each row's parameters: biases in every linear layer and LayerNorm, as the table's NumParams
+  counts them (to the parameter on every row), and a row whose shapes disagree refused;
+* the reader's one assumption (8 GPUs a node) word for word.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
+from scaleout import memory
 from scaleout.plan import published
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "published"
@@ -149,24 +152,39 @@ def test_mpt_a100_rows_run_on_1600_gbps_a_node_and_h100_rows_on_ndr():
 
 
 # ------------------------------------------------------------------- assumptions
-def test_mpt_cases_state_the_readers_two_assumptions_word_for_word():
-    """Every MPT case says how its model and network are read: "no biases in MPT's linear
-    layers" and "8 GPUs per node" (the file's note: 8 GPUs a node is the MosaicML platform's
-    node, assumed). The wording is the reader's; whether the first holds is disputed by the
-    table itself: its NumParams column (Composer's logged n_params) equals the count with
-    biases on all 76 rows, l(12h^2 + 13h) + (V + s)h + 2h (7B: 6,658,859,008), not the
-    bias-free l(12h^2 + 2h) + (V + s)h + h (6,657,413,120); left to the library's owners."""
+def test_mpt_cases_state_the_node_assumption_word_for_word():
+    """Every MPT case says how its network is read: "8 GPUs per node" (the file's note: 8 GPUs
+    a node is the MosaicML platform's node, assumed), and nothing about biases: those are read
+    from the table itself (next test)."""
     for c in _mpt().values():
-        assert c.assumed == ("no biases in MPT's linear layers", "8 GPUs per node")
+        assert c.assumed == ("8 GPUs per node",)
         assert c.quantity == "tokens/s per GPU"
         assert c.framework == "pytorch-fsdp"
+        assert c.network.gpus_per_node == 8
 
 
-def test_mpt_bias_assumption_describes_the_model_it_goes_with():
-    """A case's stated assumptions must describe the case: one that says its linear layers
-    carry no biases holds a model without biases, and a model without biases says so. The
-    same for the node: "8 GPUs per node" goes with a network of nodes of 8."""
+def test_mpt_models_have_biases_and_match_the_tables_numparams():
+    """The table's NumParams (Composer's logged n_params) counts biases in every linear layer
+    and LayerNorm, with learned positions: l(12h^2 + 13h) + (V + s)h + 2h. MPT-7B at s = 2048:
+    32 x (12 x 4096^2 + 13 x 4096) + (50,368 + 2,048) x 4096 + 2 x 4096 = 6,658,859,008, the
+    printed figure (the bias-free count would be 6,657,413,120)."""
+    l, h, v, s = 32, 4096, 50_368, 2048
+    assert l * (12 * h * h + 13 * h) + (v + s) * h + 2 * h == 6_658_859_008
+    for run in _runs():
+        assert run["params"] == (run["layers"] * (12 * run["hidden"] ** 2 + 13 * run["hidden"])
+                                 + (50_368 + run["seq_len"]) * run["hidden"]
+                                 + 2 * run["hidden"]), run["model"]
     for c in _mpt().values():
-        says_no_biases = "no biases in MPT's linear layers" in c.assumed
-        assert says_no_biases == (not c.model.biases)
-        assert ("8 GPUs per node" in c.assumed) == (c.network.gpus_per_node == 8)
+        assert c.model.biases
+    seven = [c for k, c in _mpt().items() if k[0] == "mpt-7b" and k[3] == 2048]
+    assert seven and all(memory.param_count(c.model) == 6_658_859_008 for c in seven)
+
+
+def test_mpt_row_whose_shapes_do_not_give_its_params_is_refused():
+    """A row whose NumParams disagrees with its shapes (a typo in the file) is refused with the
+    file, the run and both counts, never read as another model."""
+    with open(DATA / f"{SOURCE}.toml", "rb") as f:
+        raw = tomllib.load(f)
+    raw["run"] = [dict(raw["run"][0], params=raw["run"][0]["params"] + 1)]
+    with pytest.raises(ValueError, match=r"mpt_llm_foundry_2024\.toml: run 'mpt-70b'.*params="):
+        published._mpt(raw)
