@@ -226,6 +226,22 @@ def restore_verdicts(module: str, work: Path) -> int:
     return restored
 
 
+def rebuild_on_new_map(module: str, work: Path, pyproject: str) -> bool:
+    """Before a resumed run whose test map (the ``pyproject.toml`` it writes) differs from the
+    scratch copy's: save the copy's verdicts and remove it, so the run is seeded from them.
+
+    mutmut itself, seeing its test selection changed, forgets every verdict of the copy and
+    runs every mutant again (hours for the planner); :func:`restore_verdicts` keeps the kills
+    and re-runs only the survivors (the tests changed) and the mutants of changed functions.
+    Returns whether the copy was rebuilt."""
+    old = work / "pyproject.toml"
+    if not old.exists() or old.read_text(encoding="utf-8") == pyproject:
+        return False
+    save_verdicts(module, work)
+    shutil.rmtree(work)
+    return True
+
+
 def prepare(module: str, target: dict[str, list[str]], messages: bool,
             resume: bool = False) -> tuple[Path, list[str]]:
     """A scratch project for ``module``; returns its folder and the test files used.
@@ -234,11 +250,23 @@ def prepare(module: str, target: dict[str, list[str]], messages: bool,
     scratch copy and mutmut's results there are kept (mutmut tests again only the mutants
     without a verdict and those of functions whose code changed since)."""
     work = SCRATCH / module
+    tests = [f"tests/unit/{name}" for name in target["tests"]
+             if (ROOT / "tests" / "unit" / name).exists()]
+    only = [f"src/{pattern}" for pattern in target["source"]]
+    deselect = [arg for test in target.get("deselect", [])
+                for arg in ("--deselect", f"tests/unit/{test}")]
+    pyproject = PYPROJECT.format(
+        only_mutate=json.dumps(only), tests=json.dumps(tests), deselect=json.dumps(deselect),
+        patterns=json.dumps([] if messages else list(MESSAGE_LINES)),
+        timeout=float(target.get("timeout_constant_s", 1.0)))
     if work.exists() and not resume:
         shutil.rmtree(work)
-    seed = resume and not any((work / "mutants").rglob("*.meta"))
-    if resume:
+    if resume and work.exists():
         forget_interrupted(work)
+        if rebuild_on_new_map(module, work, pyproject):
+            print(f"    the map of {module} changed: the scratch copy's verdicts saved, "
+                  "and a new copy seeded from them", flush=True)
+    seed = resume and not any((work / "mutants").rglob("*.meta"))
     for part in ("src", "data", "tests"):
         if (work / part).exists():
             shutil.rmtree(work / part)
@@ -249,17 +277,7 @@ def prepare(module: str, target: dict[str, list[str]], messages: bool,
     shutil.copy2(ROOT / "tests" / "conftest.py", work / "tests" / "conftest.py")
     with (work / "tests" / "conftest.py").open("a", encoding="utf-8") as conftest:
         conftest.write(FRESH_CACHES)
-    tests = [f"tests/unit/{name}" for name in target["tests"]
-             if (ROOT / "tests" / "unit" / name).exists()]
-    only = [f"src/{pattern}" for pattern in target["source"]]
-    deselect = [arg for test in target.get("deselect", [])
-                for arg in ("--deselect", f"tests/unit/{test}")]
-    (work / "pyproject.toml").write_text(
-        PYPROJECT.format(only_mutate=json.dumps(only), tests=json.dumps(tests),
-                         deselect=json.dumps(deselect),
-                         patterns=json.dumps([] if messages else list(MESSAGE_LINES)),
-                         timeout=float(target.get("timeout_constant_s", 1.0))),
-        encoding="utf-8")
+    (work / "pyproject.toml").write_text(pyproject, encoding="utf-8")
     if seed:  # no scratch copy to carry on from (a new checkout): the committed verdicts
         print(f"    {restore_verdicts(module, work)} verdicts restored from "
               f"{(VERDICT_DIR / f'{module}.json').relative_to(ROOT)}", flush=True)

@@ -57,3 +57,18 @@ def test_nothing_to_save_or_restore(tmp_path, monkeypatch):
     monkeypatch.setattr(mutate, "VERDICT_DIR", tmp_path / "verdicts")
     assert mutate.save_verdicts("zero", tmp_path / "none") is None
     assert mutate.restore_verdicts("zero", tmp_path) == 0
+
+
+def test_a_resume_under_a_new_map_saves_the_scratch_verdicts_and_starts_a_new_copy(
+        tmp_path, monkeypatch):
+    """mutmut forgets every verdict when its test selection changes; the runner saves the
+    scratch copy's verdicts first and removes the copy, so the resumed run is seeded from
+    them. An unchanged map keeps the copy as it is."""
+    monkeypatch.setattr(mutate, "VERDICT_DIR", tmp_path / "verdicts")
+    work = _scratch(tmp_path / "work", "def test_a(): pass\n")
+    assert not mutate.rebuild_on_new_map("zero", work, "[tool.mutmut]\n")
+    assert work.exists() and not (tmp_path / "verdicts").exists()
+    assert mutate.rebuild_on_new_map("zero", work, "[tool.mutmut]\ntests = ['b']\n")
+    assert not work.exists()
+    record = json.loads((tmp_path / "verdicts" / "zero.json").read_text(encoding="utf-8"))
+    assert record["verdicts"] == {"killed": 1, "survived": 1, "no_tests": 1, "other": 0}
