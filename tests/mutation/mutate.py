@@ -68,7 +68,10 @@ MESSAGE_LINES = (r"\bcheck_\w+\(", r"raise \w+\(", r'^\s*f?"[^"]*"\s*\)*,?\s*$')
 #: which tests reach which function by recording the calls while the clean tests run: under
 #: a cache only the first test to call ``published.cases()`` or ``cross_validation()`` reaches
 #: the functions beneath, so their mutants were run against that one test alone. The caches
-#: are therefore emptied at the start of the session and before every test.
+#: are therefore emptied at the start of every session, and before every test of the clean
+#: run; a mutant's own run keeps them between its tests (the mutant does not change within
+#: it), so it pays for the cross-validation once, not once per test. Slow tests run after the
+#: others (see ``SLOW_FIXTURES``).
 FRESH_CACHES = """
 
 def _empty_scaleout_caches():
@@ -86,8 +89,39 @@ def pytest_sessionstart(session):
     _empty_scaleout_caches()
 
 
+def _running_a_mutant():
+    import os
+
+    return "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", "")
+
+
 def pytest_runtest_setup(item):
-    _empty_scaleout_caches()
+    if not _running_a_mutant():  # the clean run that records which test calls what
+        _empty_scaleout_caches()
+
+
+#: Fixtures whose set-up takes seconds (the planner's cross-validation, ~20 s under mutmut).
+SLOW_FIXTURES = {"cv"}
+
+
+def pytest_collection_modifyitems(session, config, items):
+    \"\"\"Slow tests last (added by tests/mutation/mutate.py): those behind a slow fixture, then
+    the test files by the duration mutmut recorded for their tests. mutmut runs a mutant's
+    tests with -x, so a mutant that a quick test kills never pays for a slow one. The order
+    changes which test is first to fail, never whether one fails.\"\"\"
+    import json
+
+    try:
+        with open("mutmut-stats.json", encoding="utf-8") as f:
+            seconds = json.load(f)["duration_by_test"]
+    except (OSError, ValueError, KeyError):
+        seconds = {}
+    module_s = {}
+    for item in items:  # a module's tests stay together, so its fixtures are set up once
+        module = item.nodeid.split("::")[0]
+        module_s[module] = module_s.get(module, 0.0) + seconds.get(item.nodeid, 0.0)
+    items.sort(key=lambda item: (bool(SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))),
+                                 module_s[item.nodeid.split("::")[0]]))
 """
 
 
