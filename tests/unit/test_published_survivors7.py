@@ -35,6 +35,7 @@ copies it, or from the file's header:
 from __future__ import annotations
 
 import pytest
+from scaleout import catalog
 from scaleout.plan import published
 
 S2511, S2602 = "megatron_bridge_perf_2511", "megatron_bridge_perf_2602"
@@ -256,7 +257,6 @@ def test_the_25_11_files_skipped_rows_word_for_word():
 
 def test_the_25_11_reader_alone_gives_the_skips_without_a_title():
     """The reader on the 25.11 file: 19 cases and the ten reasons, each 'what: why'."""
-    from scaleout import catalog
     got, skipped = published._bridge(catalog.published(S2511), S2511)
     assert len(got) == 19 and {c.source for c in got} == {S2511}
     assert skipped == SKIPPED_2511
