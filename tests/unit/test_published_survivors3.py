@@ -169,6 +169,25 @@ def test_torchtitan_run_without_a_sequence_length_uses_the_shipped_8192():
     assert c.plan.seq_len == 8192
 
 
+
+def test_torchtitan_cases_run_under_torchtitans_preset_with_the_files_assumptions():
+    """Each modelled A100 row runs under the torchtitan preset and carries what the file says
+    it assumed, word for word (docs/performance.md prints neither the sequence length nor the
+    interconnect)."""
+    tt = [c for c in published.cases()[0] if c.source == "torchtitan_2024"]
+    assert [c.framework for c in tt] == ["torchtitan", "torchtitan"]
+    for c in tt:
+        assert c.assumed == ("seq_len 8192 from the shipped config", "interconnect not stated",
+                             "FSDP2 reduce dtype not stated", "no torch.compile")
+
+
+def test_torchtitan_run_without_tp_pp_or_assumptions_is_pure_fsdp_and_assumes_nothing():
+    """A made-up A100 row that prints neither TP nor PP nor assumptions: FSDP over all its 64
+    GPUs (TP 1, PP 1) and an empty tuple of assumptions."""
+    (c,), _ = published._torchtitan({"run": [_tt_run()]})
+    assert (c.plan.tp, c.plan.pp, c.plan.dp) == (1, 1, 64)
+    assert c.assumed == ()
+
 # ------------------------------------------------------------------- validate
 def test_validate_predicts_each_case_on_its_own_network_with_the_given_calibration():
     """Llama 3's cases on their RoCE network with GEMMs at 60 %: each row the case's own

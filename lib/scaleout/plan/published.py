@@ -354,7 +354,6 @@ def _bridge_framework(run: dict) -> tuple[str | Framework, list[str]]:
     kinds = tuple(_RECOMPUTE_MODULES[r] for r in run["recompute_modules"]
                   if r in _RECOMPUTE_MODULES)
     unmodelled = [r for r in run["recompute_modules"] if r not in _RECOMPUTE_MODULES]
-    overlap = False
     graphs = tuple(run.get("cuda_graph_scope", ()))
     said = [f"the {run['dispatcher']} token dispatcher (the recipe's)",
             "CUDA graphs of " + (", ".join(graphs) or "nothing") + " (the recipe's)",
@@ -362,13 +361,13 @@ def _bridge_framework(run: dict) -> tuple[str | Framework, list[str]]:
             + (f" ({', '.join(unmodelled)} not modelled)" if unmodelled else ""),
             "no all-to-all overlap" + (" (the recipe sets moe_a2a_overlap; not applied)"
                                        if run["moe_a2a_overlap"] else " (the recipe's)")]
+    # the label names the dispatcher, so a run with settings is never the bare preset
     fw = replace(base, moe_dispatcher=run["dispatcher"], recompute_kinds=kinds,
-                 a2a_overlap=overlap, cuda_graph_scopes=graphs,
+                 a2a_overlap=False, cuda_graph_scopes=graphs,
                  label=f"{base.label}, {run['dispatcher']} dispatcher"
-                       + (", all-to-all overlapped" if overlap else "")
                        + (f", recomputing {', '.join(kinds)}" if kinds else "")
                        + (f", CUDA graphs of {', '.join(graphs)}" if graphs else ""))
-    return (fw if fw != base else "megatron-core"), said
+    return fw, said
 
 
 def _bridge(raw: dict, source: str) -> tuple[list[Case], list[str]]:
