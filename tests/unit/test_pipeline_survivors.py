@@ -8,7 +8,6 @@ Qi et al. 2023, Sec. 3.1), or is an input the library must refuse.
 
 import numpy as np
 import pytest
-
 from scaleout import pipeline
 
 
