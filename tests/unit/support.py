@@ -3,6 +3,7 @@ puts the folder on the import path, whatever pytest's import mode or working dir
 
 from __future__ import annotations
 
+import math
 import signal
 import textwrap
 from collections.abc import Iterator
@@ -47,3 +48,23 @@ def write_entry(path: Path, table: str, entry: dict) -> Path:
     lines = [f"[[{table}]]"] + [f"{k} = {toml_value(v)}" for k, v in entry.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def goodput_by_hand(params: float, bytes_per_param: float, n_gpus: int,
+                    gpus_per_node: int) -> tuple[float, float]:
+    """Daly's exact goodput at the optimal interval and the MTBF in seconds, worked by hand for
+    the planner's whole-run reading (Llama 3's failure study, a checkpoint written at 2 TB/s,
+    MegaScale's detection and restart): every input from the data files, typed here."""
+    from scipy.special import lambertw  # here: most tests that import support need no scipy
+
+    hours = 54 * 24  # Llama 3's snapshot, 16,384 GPUs in nodes of 8 (2,048 nodes)
+    per_gpu = 148 + 72 + 54 + 35 + 19 + 17 + 7 + 7 + 6 + 6 + 2  # Table 5 rows per GPU
+    per_node = 32 + 3 + 3 + 2 + 2 + 2 + 2  # host, SSD, power, chassis, IO board, CPU, memory
+    assert per_gpu + per_node == 419
+    nodes = math.ceil(n_gpus / gpus_per_node)
+    rate_per_h = per_gpu * n_gpus / (16384 * hours) + per_node * nodes / (2048 * hours)
+    m = 3600 / rate_per_h
+    delta = bytes_per_param * params / 2e12  # written (and read) at 2 TB/s
+    restart = 600 + delta + 30  # MegaScale's detection, the read, MegaScale's init
+    tau = m * (1 + lambertw(-math.exp(-delta / m - 1)).real)
+    return tau / (m * math.exp(restart / m) * math.expm1((tau + delta) / m)), m

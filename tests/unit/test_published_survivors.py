@@ -21,7 +21,6 @@ What is checked, each expected value independent of the code under test:
 
 from __future__ import annotations
 
-import math
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 from scaleout import memory
 from scaleout.plan import published
-from scipy.special import lambertw
+from support import goodput_by_hand
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 
@@ -53,19 +52,6 @@ def test_gpu_hours_per_trillion_tokens_by_hand():
 
 
 # ------------------------------------------------------------------- whole-run goodput
-def _goodput_by_hand(params, bytes_per_param, n_gpus, gpus_per_node):
-    """Daly's exact goodput at the optimal interval, every input from the data files."""
-    hours = 54 * 24  # Llama 3's snapshot, 16,384 GPUs in nodes of 8 (2,048 nodes)
-    per_gpu = 148 + 72 + 54 + 35 + 19 + 17 + 7 + 7 + 6 + 6 + 2  # Table 5 rows per GPU
-    per_node = 32 + 3 + 3 + 2 + 2 + 2 + 2  # host, SSD, power, chassis, IO board, CPU, memory
-    assert per_gpu + per_node == 419
-    nodes = math.ceil(n_gpus / gpus_per_node)
-    rate_per_h = per_gpu * n_gpus / (16384 * hours) + per_node * nodes / (2048 * hours)
-    m = 3600 / rate_per_h
-    delta = bytes_per_param * params / 2e12  # written (and read) at 2 TB/s
-    restart = 600 + delta + 30  # MegaScale's detection, the read, MegaScale's init
-    tau = m * (1 + lambertw(-math.exp(-delta / m - 1)).real)
-    return tau / (m * math.exp(restart / m) * math.expm1((tau + delta) / m)), m
 
 
 def _deepseek(every_case):
@@ -78,14 +64,14 @@ def test_deepseek_v3s_whole_run_goodput_by_hand_at_8_gpus_a_node(every_case):
     parameter."""
     c = _deepseek(every_case)
     params = memory.param_count(c.model)
-    want, m = _goodput_by_hand(params, 10, 2048, 8)
+    want, m = goodput_by_hand(params, 10, 2048, 8)
     assert m / 3600 == pytest.approx(1296 / 52.375, rel=1e-12)
     assert 0.98 < want < 0.99
     got = published.whole_run_goodput(c.model, c.plan, "fp8-deepseek")
     assert got == pytest.approx(want, rel=1e-10)
     assert c.goodput == pytest.approx(want, rel=1e-10)  # the file's 8 GPUs a node
     # mixed-adam's 14 bytes a parameter: a longer checkpoint and read, less kept
-    adam, _ = _goodput_by_hand(params, 14, 2048, 8)
+    adam, _ = goodput_by_hand(params, 14, 2048, 8)
     assert published.whole_run_goodput(c.model, c.plan, "mixed-adam") == pytest.approx(
         adam, rel=1e-10)
     assert adam < want
@@ -95,7 +81,7 @@ def test_whole_run_goodput_in_nodes_of_4(every_case):
     """Nodes of 4 GPUs: 512 nodes, twice the per-node failures: 46.625 + 11.5 = 58.125
     interruptions a snapshot, a lower goodput than in nodes of 8."""
     c = _deepseek(every_case)
-    want, m = _goodput_by_hand(memory.param_count(c.model), 10, 2048, 4)
+    want, m = goodput_by_hand(memory.param_count(c.model), 10, 2048, 4)
     assert m / 3600 == pytest.approx(1296 / 58.125, rel=1e-12)
     got = published.whole_run_goodput(c.model, c.plan, "fp8-deepseek", gpus_per_node=4)
     assert got == pytest.approx(want, rel=1e-10)

@@ -25,7 +25,6 @@ checked, each expected value typed from the report or the file, or worked out by
 
 from __future__ import annotations
 
-import math
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,7 +32,7 @@ from types import SimpleNamespace
 import pytest
 from scaleout import memory
 from scaleout.plan import published
-from scipy.special import lambertw
+from support import goodput_by_hand
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 SOURCE = "deepseek_v3"
@@ -110,19 +109,6 @@ def test_a_made_up_run_without_an_mtp_depth_trained_none():
 
 
 # ------------------------------------------------------------------- goodput
-def _goodput_by_hand(params, bytes_per_param, n_gpus, gpus_per_node):
-    """Daly's exact goodput at the optimal interval, every input from the data files."""
-    hours = 54 * 24  # Llama 3's snapshot, 16,384 GPUs in nodes of 8 (2,048 nodes)
-    per_gpu = 148 + 72 + 54 + 35 + 19 + 17 + 7 + 7 + 6 + 6 + 2  # Table 5 rows per GPU
-    per_node = 32 + 3 + 3 + 2 + 2 + 2 + 2  # host, SSD, power, chassis, IO board, CPU, memory
-    assert per_gpu + per_node == 419
-    nodes = math.ceil(n_gpus / gpus_per_node)
-    rate_per_h = per_gpu * n_gpus / (16384 * hours) + per_node * nodes / (2048 * hours)
-    m = 3600 / rate_per_h
-    delta = bytes_per_param * params / 2e12  # written (and read) at 2 TB/s
-    restart = 600 + delta + 30  # MegaScale's detection, the read, MegaScale's init
-    tau = m * (1 + lambertw(-math.exp(-delta / m - 1)).real)
-    return tau / (m * math.exp(restart / m) * math.expm1((tau + delta) / m)), m
 
 
 def test_a_made_up_run_in_nodes_of_4_has_its_own_goodput():
@@ -130,10 +116,10 @@ def test_a_made_up_run_in_nodes_of_4_has_its_own_goodput():
     interruptions a snapshot); the fp8-deepseek checkpoint at 10 bytes a parameter. The
     whole-run reading divides the GPU-hours by that goodput."""
     c = _made_up(gpus_per_node=4)
-    want, m = _goodput_by_hand(memory.param_count(c.model), 10, 2048, 4)
+    want, m = goodput_by_hand(memory.param_count(c.model), 10, 2048, 4)
     assert m / 3600 == pytest.approx(1296 / 58.125, rel=1e-12)
     assert c.goodput == pytest.approx(want, rel=1e-10)
-    eight, _ = _goodput_by_hand(memory.param_count(c.model), 10, 2048, 8)
+    eight, _ = goodput_by_hand(memory.param_count(c.model), 10, 2048, 8)
     assert c.goodput < eight
     # 2,048 GPUs at 1e3 tokens/s each: 1e12 / 1e3 / 3600 GPU-hours, over the goodput
     r = SimpleNamespace(tokens_per_s=2048e3, plan=SimpleNamespace(n_gpus=2048))
