@@ -532,7 +532,7 @@ def relative_cost_at_ratio(bill: FabricBill, ratio):
     for g in bill.groups:
         m = g.module
         if m.is_optical and m.speed_gbps == 1600.0:
-            units_used = g.relative_cost / m.relative_cost if m.relative_cost else 0.0
+            units_used = g.relative_cost / m.relative_cost  # a unit's cost is > 0
             per_ratio += units_used * _counterpart_800g(m).relative_cost
         else:
             fixed += g.relative_cost

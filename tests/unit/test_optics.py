@@ -512,6 +512,21 @@ def test_the_bill_at_other_1_6t_to_800g_ratios():
         O.relative_cost_at_ratio(bill, 0)
 
 
+
+def test_the_lpo_bill_at_a_ratio_prices_each_unit_against_the_800g_lpo_module():
+    """1.6T LPO DR8 units priced at twice their counterpart, the 800G LPO DR8 (0.75 of an
+    800G DSP DR8 in data/optics.toml; a 1.6T LPO DR8 is 1.0): the same number of units,
+    each at 0.75 x 2 = 1.5, so the bill grows by 1.5 / 1.0. A number, not an array, for a
+    number."""
+    from scaleout.widgets.optics import cluster_groups
+    _, groups = cluster_groups(32768, 1600, "Tomahawk 6", 3.0, 30.0, 500.0)
+    bill = O.fabric_bill(groups, "lpo", lane_gbps=224)
+    assert {g.module.name for g in bill.groups} == {"1.6T LPO DR8"}
+    units = bill.relative_cost / 1.0
+    got = O.relative_cost_at_ratio(bill, 2.0)
+    assert type(got) is float
+    assert got == pytest.approx(units * 0.75 * 2.0, rel=1e-12)
+
 def test_sweep_passes_lane_class_and_copper_and_adds_groups_of_one_name():
     """Two sizes of a fabric of 2 m rack links and 300 m spine links at 1.6 Tb/s, on 112G
     lanes and without copper: the only such unit is the DR16 module (16 lanes, 32 fibres per
