@@ -126,6 +126,16 @@ def test_a_made_up_run_in_nodes_of_4_has_its_own_goodput():
     assert c.predict(r) == pytest.approx(1e9 / 3600 / want, rel=1e-10)
 
 
+def test_a_run_in_nodes_of_4_is_also_networked_in_nodes_of_4():
+    """The run's node size is one fact: the network a made-up run of 4 GPUs a node is
+    priced on groups 4 GPUs behind each NVLink domain, as its failures do, on the H800's
+    own links (NVLink 200 GB/s a direction, IB NDR 50 GB/s a GPU); the report's run, 8."""
+    c = _made_up(gpus_per_node=4)
+    assert c.network.gpus_per_node == 4
+    assert (c.network.intra.gbytes_s, c.network.inter.gbytes_s) == (200, 50)
+    (real,) = [x for x in published.cases()[0] if x.source == "deepseek_v3"]
+    assert real.network.gpus_per_node == 8
+
 def test_a_made_up_steady_state_run_has_goodput_1():
     """measured_over = "steady state": the GPU-hours read as they are, a goodput of exactly 1
     (a share of wall time, never above 1), no whole-run assumption."""

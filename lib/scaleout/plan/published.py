@@ -433,7 +433,8 @@ def _bridge(raw: dict, source: str) -> tuple[list[Case], list[str]]:
 def _deepseek_v3(raw: dict) -> tuple[list[Case], list[str]]:
     out = []
     for run in raw["run"]:
-        # the multi-token-prediction depth the run trained, as the file records it
+        # the multi-token-prediction depth the run trained, as the file records it; the
+        # run's node size serves both the network and the failures' goodput
         m = replace(catalog.model(run["model"]), mtp_layers=run.get("mtp_depth", 0))
         plan = Plan(tp=run["tp"], pp=run["pp"], dp=run["dp"], ep=run["ep"], cp=run["cp"],
                     micro_batch=1, global_batch=run["global_batch"],
@@ -448,7 +449,8 @@ def _deepseek_v3(raw: dict) -> tuple[list[Case], list[str]]:
                     "(failures at Llama 3's rates, sharded checkpoints at 2 TB/s, "
                     "MegaScale's restart)"]
         out.append(Case("deepseek_v3", f"{m.name} pre-training on {run['gpus']:,} H800", m,
-                        "H800-SXM5-80GB", default_network("H800-SXM5-80GB"), plan,
+                        "H800-SXM5-80GB", replace(default_network("H800-SXM5-80GB"),
+                                                  gpus_per_node=run["gpus_per_node"]), plan,
                         "deepseek-hai-llm", "H800 GPU-hours per 10^12 tokens",
                         run["gpu_hours_per_trillion_tokens"], predict,
                         (*run["assumed"], "micro-batch 1, 120 micro-batches per step",
