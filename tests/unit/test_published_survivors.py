@@ -21,26 +21,17 @@ What is checked, each expected value independent of the code under test:
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from scaleout import memory
+from scaleout import catalog, memory
 from scaleout.plan import published
 from support import goodput_by_hand
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 
 
 @pytest.fixture
 def every_case():
     return published.cases()[0]
-
-
-def _toml(name):
-    with open(DATA / f"{name}.toml", "rb") as f:
-        return tomllib.load(f)
 
 
 # ------------------------------------------------------------------- GPU-hours per 10^12
@@ -110,7 +101,7 @@ def test_korthikanti_table5_gives_each_run_its_two_columns(every_case):
     full recomputation, 1.10 s with SP + selective)."""
     got = {c.label: c.published for c in every_case if c.source == "korthikanti_table5"}
     want = {}
-    for run in _toml("korthikanti_table5")["run"]:
+    for run in catalog.published("korthikanti_table5")["run"]:
         want[f"{run['model']}, full recompute"] = run["seconds_full_recompute"]
         want[f"{run['model']}, SP + selective"] = run["seconds_selective_sp"]
     assert got == want
@@ -139,7 +130,7 @@ def test_megatron_table1_cases_state_the_readers_assumptions(every_case):
     """Table 1 prints no micro-batch size or schedule: the reader assumes both, and says so
     in the words the plan follows."""
     t1 = [c for c in every_case if c.source == "megatron_lm_table1"]
-    assert len(t1) == len(_toml("megatron_lm_table1")["run"]) == 10
+    assert len(t1) == len(catalog.published("megatron_lm_table1")["run"]) == 10
     for c in t1:
         assert c.assumed == ("micro-batch 1", "plain 1F1B (no interleaving)")
         assert c.plan.micro_batch == 1 and c.plan.interleave == 1

@@ -18,15 +18,10 @@ What is checked, each expected value typed from the source or a property that mu
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
-
 import pytest
 from scaleout import catalog
 from scaleout.plan import published, validation
 from scaleout.plan.frameworks import framework
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 
 
 @pytest.fixture
@@ -39,16 +34,11 @@ def megascale(every_case):
     return [c for c in every_case if c.source == "megascale_table2"]
 
 
-def _toml(name):
-    with open(DATA / f"{name}.toml", "rb") as f:
-        return tomllib.load(f)
-
-
 # ------------------------------------------------------------------- MegaScale Table 2
 def test_megascale_reads_every_megatron_lm_row_with_an_iteration_time(megascale):
     """Table 2 prints Megatron-LM at 256, 512, 768, 1,024, 3,072, 6,144, 8,192 and 12,288
     GPUs; each with a time is a case."""
-    rows = [r for r in _toml("megascale_table2")["run"]
+    rows = [r for r in catalog.published("megascale_table2")["run"]
             if r["method"] == "megatron-lm" and "seconds_per_iteration" in r]
     assert len(megascale) == len(rows) > 0
 
@@ -137,7 +127,7 @@ def test_llama3_shards_optimizer_and_gradients_as_zero2(every_case):
     """Sec. 3.3.2: optimizer states and gradients sharded, parameters kept after the forward
     pass: ZeRO-2, which each case says it assumes."""
     l3 = [c for c in every_case if c.source == "llama3_table4"]
-    assert len(l3) == len(_toml("llama3_table4")["run"]) > 0
+    assert len(l3) == len(catalog.published("llama3_table4")["run"]) > 0
     for c in l3:
         assert c.plan.zero_stage == 2
         assert c.plan.micro_batch == 1 and c.plan.interleave == 2

@@ -23,15 +23,11 @@ What is checked, each expected value typed from the source or a property that mu
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from scaleout import plan
+from scaleout import catalog, plan
 from scaleout.plan import published, validation
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 
 LLAMA3_ASSUMED = ("micro-batch 1", "interleave 2",
                   "sharded data parallelism as ZeRO-2 with pipelining",
@@ -42,11 +38,6 @@ LLAMA3_CP = "context parallelism as ring attention (Llama 3 all-gathers K and V)
 @pytest.fixture
 def every():
     return published.cases()
-
-
-def _toml(name):
-    with open(DATA / f"{name}.toml", "rb") as f:
-        return tomllib.load(f)
 
 
 # ------------------------------------------------------------------- Llama 3 Table 4
@@ -73,7 +64,7 @@ def test_llama3_cases_state_the_quantity_and_the_readers_assumptions(every):
 def test_llama3_network_is_sec_3_3_1s():
     """Sec. 3.3.1: 8 GPUs a Grand Teton server on NVLink (H100: 900 GB/s both ways, 450 a
     direction), a RoCE fabric at 400 Gb/s per GPU: 400 / 8 = 50 GB/s, not InfiniBand."""
-    out, skipped = published._llama3(_toml("llama3_table4"))
+    out, skipped = published._llama3(catalog.published("llama3_table4"))
     assert skipped == [] and len(out) == 3
     for c in out:
         net = c.network
@@ -127,7 +118,7 @@ def test_torchtitan_models_the_two_a100_rows_as_fsdp2(every):
 def test_torchtitan_leaves_out_every_other_row_with_its_reason():
     """28 runs in the file: 3 on A100 (one of them recomputing every other layer, which is
     not modelled) and 25 on H100s of 94-96 GB that the catalog does not hold."""
-    raw = _toml("torchtitan_2024")
+    raw = catalog.published("torchtitan_2024")
     assert len(raw["run"]) == 28
     out, skipped = published._torchtitan(raw)
     assert len(out) == 2

@@ -26,14 +26,10 @@ the table or the file's notes, or a property that must hold:
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
-
 import pytest
-from scaleout import memory
+from scaleout import catalog, memory
 from scaleout.plan import published
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 SOURCE = "mpt_llm_foundry_2024"
 H100, A100_40, A100_80 = "H100-SXM5-80GB", "A100-SXM4-40GB", "A100-SXM4-80GB"
 
@@ -47,8 +43,7 @@ def _mpt():
 
 
 def _runs():
-    with open(DATA / f"{SOURCE}.toml", "rb") as f:
-        return tomllib.load(f)["run"]
+    return catalog.published(SOURCE)["run"]
 
 
 # ------------------------------------------------------------------- plans
@@ -183,8 +178,7 @@ def test_mpt_models_have_biases_and_match_the_tables_numparams():
 def test_mpt_row_whose_shapes_do_not_give_its_params_is_refused():
     """A row whose NumParams disagrees with its shapes (a typo in the file) is refused with the
     file, the run and both counts, never read as another model."""
-    with open(DATA / f"{SOURCE}.toml", "rb") as f:
-        raw = tomllib.load(f)
+    raw = catalog.published(SOURCE)
     raw["run"] = [dict(raw["run"][0], params=raw["run"][0]["params"] + 1)]
     with pytest.raises(ValueError, match=r"mpt_llm_foundry_2024\.toml: run 'mpt-70b'.*params="):
         published._mpt(raw)

@@ -25,16 +25,13 @@ checked, each expected value typed from the report or the file, or worked out by
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from scaleout import memory
+from scaleout import catalog, memory
 from scaleout.plan import published
 from support import goodput_by_hand
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "published"
 SOURCE = "deepseek_v3"
 
 
@@ -47,8 +44,7 @@ def _case():
 
 def _made_up(**change):
     """The file's run with ``change`` applied (``None`` drops a field), read by the reader."""
-    with open(DATA / f"{SOURCE}.toml", "rb") as f:
-        run = dict(tomllib.load(f)["run"][0])
+    run = dict(catalog.published(SOURCE)["run"][0])
     for key, value in change.items():
         if value is None:
             del run[key]
@@ -152,8 +148,7 @@ def test_deepseek_v3_assumptions_after_the_files():
     over 128 data-parallel ranks is 120 micro-batches a step; balanced routing (Sec. 2.1.2:
     auxiliary-loss-free balancing, no token dropping)."""
     c = _case()
-    with open(DATA / f"{SOURCE}.toml", "rb") as f:
-        file_assumed = tuple(tomllib.load(f)["run"][0]["assumed"])
+    file_assumed = tuple(catalog.published(SOURCE)["run"][0]["assumed"])
     assert c.assumed[:len(file_assumed)] == file_assumed
     assert 15360 // (128 * 1) == 120
     ours = c.assumed[len(file_assumed):]

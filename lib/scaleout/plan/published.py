@@ -310,10 +310,11 @@ def _mpt(raw: dict) -> tuple[list[Case], list[str]]:
         # the table's NumParams counts them, and a model that does not match it is refused
         m = _gpt(run["model"], run["layers"], run["hidden"], run["heads"], raw["vocab"],
                  run["seq_len"], biases=True, dropout=raw["dropout"])
-        if memory.param_count(m) != run["params"]:
+        counted = memory.param_count(m)
+        if counted != run["params"]:
             raise ValueError(f"data/published/mpt_llm_foundry_2024.toml: run {run['model']!r} "
                              f"on {run['gpus']} GPUs: params={run['params']:,} but the shapes "
-                             f"give {memory.param_count(m):,}")
+                             f"give {counted:,}")
         zero = 3 if run["sharding"] == "FULL_SHARD" else 2
         plan = Plan(dp=run["gpus"], micro_batch=run["micro_batch"],
                     global_batch=run["global_batch"], zero_stage=zero,
