@@ -38,6 +38,13 @@ zero3_blocking_fetch, zero3_persistence_threshold, zero3_max_reuse_distance
     ``zero3_persistence_threshold`` elements stay whole and are never gathered; a tensor
     released after its forward use is gathered again for its backward use when more than
     ``zero3_max_reuse_distance`` elements are used in between (None: always gathered again).
+zero2_per_unit
+    ZeRO-2 as FSDP runs it (FSDP1's ``ShardingStrategy.SHARD_GRAD_OP``, FSDP2's
+    ``reshard_after_forward=False``): each unit's weights all-gathered before its forward
+    (prefetched as under ZeRO-3) and kept through its backward, its gradients
+    reduce-scattered unit by unit as the backward reaches them, every micro-batch; not
+    DeepSpeed's or Megatron-Core's bucketed gradient reduction followed by one gather of the
+    updated weights after the optimizer step.
 zero_stages, max_zero_with_pp
     The ZeRO stages the framework offers, and the highest it combines with pipelining
     (DeepSpeed: 1; torchtitan's FSDP2 and Llama 3's sharded data parallelism: 2 or 3).
@@ -184,6 +191,7 @@ class Framework:
     zero3_blocking_fetch: bool = False
     zero3_persistence_threshold: int = 0
     zero3_max_reuse_distance: float | None = None
+    zero2_per_unit: bool = False
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     max_zero_with_pp: int = 1
     tp_overlap: bool = False
@@ -339,6 +347,7 @@ _DEEPSPEED_2021 = Framework(
 _FSDP = Framework(
     "pytorch-fsdp", "PyTorch FSDP (FSDP1, 2022-23)",
     grad_bucket_bytes=25 * MIB, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
+    zero2_per_unit=True,
     zero_stages=(0, 2, 3), max_zero_with_pp=0, hybrid_shard=True, logits_bytes=4.0,
     tensor_parallel=False, pipeline_parallel=False, interleaved_schedule=False,
     sequence_parallel=False, recompute_modes=("none", "full"),
@@ -366,6 +375,10 @@ _FSDP = Framework(
                           "with limit_all_gathers (at most two all-gathers in flight), Sec. 4",
         "zero_stages": "ShardingStrategy NO_SHARD (DDP), SHARD_GRAD_OP (ZeRO-2), FULL_SHARD "
                        "(ZeRO-3)",
+        "zero2_per_unit": "torch/distributed/fsdp/api.py, ShardingStrategy: SHARD_GRAD_OP "
+                          "'unshards before the forward, does not reshard them after the "
+                          "forward, and only reshards them after the backward computation'; "
+                          "gradients reduce-scattered per FSDP unit after its backward",
         "grad_bucket_bytes": "DDP's bucket_cap_mb=25 for NO_SHARD; FSDP reduce-scatters per unit",
     })
 

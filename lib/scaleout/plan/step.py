@@ -1152,10 +1152,15 @@ def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
     else:
         copies = dpc > 1
     comm = np.zeros(shape)
+    # ZeRO-2 as FSDP runs it: per-unit gathers kept through the backward (Framework.
+    # zero2_per_unit), priced as ZeRO-3 without the backward's second gather
+    per_unit = (x.zero_stage == 2) if ctx.framework.zero2_per_unit else np.zeros(shape, bool)
+    full_arrays["reshard_after_forward"] = x.zero_stage == 3
     # each branch is priced only for the plans that take it
     for branch, mask in ((_dp_plain, (x.zero_stage == 0) & copies),
-                         (_dp_sharded, (x.zero_stage >= 1) & (x.zero_stage <= 2) & copies),
-                         (_dp_full, (x.zero_stage == 3) & copies)):
+                         (_dp_sharded, (x.zero_stage >= 1) & (x.zero_stage <= 2) & ~per_unit
+                          & copies),
+                         (_dp_full, ((x.zero_stage == 3) | per_unit) & copies)):
         idx = np.flatnonzero(np.broadcast_to(mask, shape))
         if idx.size:
             sub = {k: np.broadcast_to(v, shape).ravel()[idx] for k, v in full_arrays.items()}
@@ -1234,8 +1239,9 @@ def _dp_sharded(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
 
 def _dp_full(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
     """ZeRO-3 / FSDP: every micro-batch gathers each unit's weights before its forward and
-    its backward (once, kept for the backward, under pipelining) and reduce-scatters its
-    gradients; the rest of the stage (embedding, output layer) as one more unit. A mixture
+    its backward (once, kept for the backward, under pipelining, and under FSDP's ZeRO-2,
+    ``SHARD_GRAD_OP``) and reduce-scatters its gradients; the rest of the stage (embedding,
+    output layer) as one more unit. A mixture
     of experts' routed experts are gathered over their ``edp`` copies with the layer, an
     average layer's share each."""
     fw, rec = ctx.framework, ctx.recipe
@@ -1260,7 +1266,9 @@ def _dp_full(ctx: Context, a: dict[str, np.ndarray]) -> np.ndarray:
               + sharded("reduce_scatter", rest * rec.grad_comm))
     if fw.zero3_blocking_fetch and expert is None:
         return a["micro_batches"] * (_dp_tensor_chain(ctx, a, sharded) + rest_s)
-    gathers_back = np.where(a["pp"] > 1, 0.0, 1.0)  # resharded after forward only without PP
+    # resharded after the forward (so gathered again for the backward) only under ZeRO-3
+    # without pipelining; FSDP's ZeRO-2 keeps the forward's gather (Framework.zero2_per_unit)
+    gathers_back = np.where((a["pp"] > 1) | ~a["reshard_after_forward"], 0.0, 1.0)
     c_f = per_layer / 3
     c_b = per_layer * 2 / 3
     fwd = _prefetched(layers, c_f, gather, fw.zero3_prefetch)
