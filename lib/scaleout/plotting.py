@@ -91,6 +91,7 @@ __all__ = [
     "stage_bars",
     "stage_memory_bars",
     "stage_memory_bars_svg",
+    "step_gap_scatter",
     "step_in_words",
     "tp_sweep_lines",
     "validation_scatter",
@@ -1159,6 +1160,49 @@ def validation_scatter(ax: Axes, rows, title: str = "") -> None:
     ax.set_xlabel("case (in table order)")
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(title or "Planner vs published measurements")
+    ax.grid(alpha=0.3)
+
+
+def step_gap_scatter(ax: Axes, gaps, title: str = "",
+                     fixed_s: Sequence[float] = (0.1, 1.0)) -> None:
+    """Each run's miss as a share of its published step against the step's length (log):
+    :func:`scaleout.plan.step_gaps`, one colour per source, hollow markers for runs that
+    recompute every layer. Dashed curves: where a fixed cost of ``fixed_s`` seconds a step
+    would put a run (its share falls as the step grows); a rate priced too fast keeps its
+    share whatever the step's length."""
+    sources = list(dict.fromkeys(g.table for g in gaps))
+    colors = [f"C{i}" for i in range(10)]
+    markers = ["o", "s", "^", "D", "v"]
+    for j, table in enumerate(sources):
+        mine = [g for g in gaps if g.table == table]
+        color, marker = colors[j % 10], markers[j % 5]
+        for hollow in (False, True):
+            pts = [g for g in mine if (g.recompute == "full") == hollow]
+            if pts:
+                ax.scatter([g.published_s for g in pts], [100 * g.gap_share for g in pts],
+                           marker=marker, s=28, zorder=3, edgecolors=color,
+                           facecolors="white" if hollow else color,
+                           label=table if not hollow or len(pts) == len(mine) else None)
+    shares = 100 * np.array([g.gap_share for g in gaps])
+    low, high = max(min(-10.0, shares.min() - 8), -100.0), min(max(20.0, shares.max() + 12), 100.0)
+    steps = np.array([g.published_s for g in gaps])
+    x = np.geomspace(steps.min() * 0.8, steps.max() * 1.25, 100)
+    for f in fixed_s:
+        ax.plot(x, 100 * f / x, color="#777", ls="--", lw=1, zorder=1)
+        at = x[(100 * f / x) <= 0.9 * high]
+        if at.size:
+            ax.annotate(f"a fixed {formatting.duration(f)} a step", (at[0], 100 * f / at[0]),
+                        fontsize=8, color="#555", xytext=(4, 2), textcoords="offset points")
+    ax.scatter([], [], marker="o", s=28, color="#444", label="stores its activations")
+    ax.scatter([], [], marker="o", s=28, facecolors="white", edgecolors="#444",
+               label="recomputes every layer")
+    ax.axhline(0, color="black", lw=1)
+    ax.set_xscale("log")
+    ax.set_ylim(low, high)
+    ax.set_xlabel("published step (s, log scale)")
+    ax.set_ylabel("step beyond the planner's (% of the step)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
+    ax.set_title(title or "Misses read in seconds: fixed costs fall along the dashed curves")
     ax.grid(alpha=0.3)
 
 

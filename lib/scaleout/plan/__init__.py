@@ -96,10 +96,12 @@ from .step import (
 )
 from .validation import (
     CrossValidation,
+    StepGap,
     ValidationRow,
     cross_validation,
     fit_calibration,
     scaling_series,
+    step_gaps,
     validate,
     validation_summary,
     validation_table,
@@ -127,6 +129,7 @@ __all__ = [
     "PlanResult",
     "SearchResult",
     "StageMemory",
+    "StepGap",
     "ValidationRow",
     "bound",
     "cross_validation",
@@ -139,6 +142,7 @@ __all__ = [
     "plan_from_arrays",
     "scaling_series",
     "search",
+    "step_gaps",
     "validate",
     "validation_summary",
     "validation_table",

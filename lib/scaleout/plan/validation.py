@@ -32,9 +32,9 @@ from .calibration import DEFAULT_CALIBRATION, Calibration
 from .evaluate import evaluate
 from .published import TRAINING, Case, cases, source_title
 
-__all__ = ["CrossValidation", "ValidationRow", "baseline_rows", "cross_validation",
-           "fit_baseline", "fit_calibration", "scaling_series", "validate", "validation_summary",
-           "validation_table"]
+__all__ = ["CrossValidation", "StepGap", "ValidationRow", "baseline_rows", "cross_validation",
+           "fit_baseline", "fit_calibration", "scaling_series", "step_gaps", "validate",
+           "validation_summary", "validation_table"]
 
 #: The grid each calibration number moves on when fitted (coordinate descent from the shipped
 #: values: a few dozen evaluations of the training set instead of the whole product).
@@ -114,16 +114,63 @@ def _selected(sources: Iterable[str] | None) -> list[Case]:
     return [c for c in every if c.source in wanted]
 
 
+def _predicted(case: Case, cal: Calibration) -> float:
+    """The planner's prediction of ``case``, in the case's own quantity."""
+    r = evaluate(case.model, case.gpu, case.plan, case.network, calibration=cal,
+                 framework=case.framework, recipe=case.recipe)
+    return case.predict(r)
+
+
 def validate(calibration: Calibration | None = None, sources: Iterable[str] | None = None
              ) -> list[ValidationRow]:
     """Predict the published runs (of ``sources``; all by default) with one calibration."""
     cal = calibration if calibration is not None else DEFAULT_CALIBRATION
-    rows = []
+    return [_row(case, _predicted(case, cal)) for case in _selected(sources)]
+
+
+@dataclass(frozen=True)
+class StepGap:
+    """A published run's steady-state step beside the planner's, in seconds.
+
+    Read in seconds, a miss tells what kind of mechanism is missing: a fixed cost per step
+    (the training loop's own work, a collective that never hides) stays about the same number
+    of seconds whatever the step's length, so its share of the step shrinks as steps grow; a
+    rate priced too fast (a kernel slower than assumed) grows in proportion to the step.
+    ``published_s`` is the printed number read back as seconds per steady-state iteration
+    (a whole-run average times its goodput, as the fit compares), ``predicted_s`` the
+    planner's prediction read back the same way."""
+
+    table: str
+    case: str
+    gpu: str
+    recompute: str
+    published_s: float
+    predicted_s: float
+    source: str = ""
+    mechanisms: tuple[str, ...] = ()
+
+    @property
+    def gap_s(self) -> float:
+        """Seconds a step takes beyond the planner's (negative: the planner is slower)."""
+        return self.published_s - self.predicted_s
+
+    @property
+    def gap_share(self) -> float:
+        """The gap as a share of the published step."""
+        return self.gap_s / self.published_s
+
+
+def step_gaps(calibration: Calibration | None = None, sources: Iterable[str] | None = None
+              ) -> list[StepGap]:
+    """Each published run (of ``sources``; all by default) as a :class:`StepGap`."""
+    cal = calibration if calibration is not None else DEFAULT_CALIBRATION
+    out = []
     for case in _selected(sources):
-        r = evaluate(case.model, case.gpu, case.plan, case.network, calibration=cal,
-                     framework=case.framework, recipe=case.recipe)
-        rows.append(_row(case, case.predict(r)))
-    return rows
+        predicted = replace(case, published=_predicted(case, cal))
+        out.append(StepGap(source_title(case.source), case.label, case.gpu, case.plan.recompute,
+                           _published_step_s(case), _published_step_s(predicted), case.source,
+                           case.mechanisms))
+    return out
 
 
 def _log_step_errors(rows: Sequence[ValidationRow]) -> dict[str, np.ndarray]:
