@@ -92,3 +92,23 @@ def test_the_planners_side_is_its_own_step_whatever_the_quantity(gaps):
         r = plan.evaluate(case.model, case.gpu, case.plan, case.network,
                           framework=case.framework, recipe=case.recipe)
         assert gaps[(case.source, case.label)].predicted_s == pytest.approx(r.step_s, rel=1e-9)
+
+
+def test_a_calibration_given_is_the_one_priced_and_each_gap_names_its_table(gaps):
+    """A slower matrix-multiply calibration lengthens the planner's steps (and only its side);
+    every gap carries its table's title and the mechanisms its run exercises."""
+    import dataclasses
+
+    slow = dataclasses.replace(plan.DEFAULT_CALIBRATION, gemm_efficiency=0.5)
+    ref = {g.case: g for g in plan.step_gaps(sources=["korthikanti_table5"])}
+    for g in plan.step_gaps(slow, sources=["korthikanti_table5"]):
+        case = _case("korthikanti_table5", g.case)
+        r = plan.evaluate(case.model, case.gpu, case.plan, case.network, calibration=slow,
+                          framework=case.framework, recipe=case.recipe)
+        assert g.predicted_s == pytest.approx(r.step_s, rel=1e-9)
+        assert g.predicted_s > ref[g.case].predicted_s
+        assert g.published_s == ref[g.case].published_s
+    for (source, _), g in gaps.items():
+        assert g.table == published.source_title(source) and g.source == source
+    moe = [g for g in gaps.values() if "mixture of experts" in g.mechanisms]
+    assert moe and all(_case(g.source, g.case).mechanisms == g.mechanisms for g in moe)
