@@ -46,6 +46,7 @@ __all__ = [
     "Plan",
     "Rule",
     "allowed_divisors",
+    "demand",
     "check",
     "failures",
     "plan_arrays",
@@ -278,7 +279,10 @@ class Rule:
     ``test(a, facts)`` takes arrays of layouts (:data:`FIELDS`, plus ``global_batch``) and
     returns a boolean array, True where the layout keeps the rule. ``message(row, facts)``
     says, for one layout (a dict of plain values) that breaks it, what is wrong and what
-    would do. ``needs`` names the :class:`Facts` fields the rule uses.
+    would do. ``needs`` names the :class:`Facts` fields the rule uses. ``demand`` says what
+    the rule asks of every split a search tries, for the message of a search that finds no
+    valid layout: a format string over ``B`` (the global batch), ``f`` (the facts) and
+    ``name`` (the framework); empty for a rule a search never counts (its grid keeps it).
     """
 
     name: str
@@ -286,6 +290,7 @@ class Rule:
     test: Callable[[Mapping[str, np.ndarray], Facts], np.ndarray]
     message: Callable[[Mapping[str, int], Facts], str]
     source: str = ""
+    demand: str = ""
 
     def applies(self, facts: Facts) -> bool:
         """Whether ``facts`` hold everything this rule needs."""
@@ -306,48 +311,55 @@ def _batch_message(r: Mapping[str, int], f: Facts) -> str:
             f"{dp} × {mb} = {per}: the nearest batches that are: {near}{alt}")
 
 
-def _offered(field: str, attr: str, what: str) -> Rule:
+def _offered(field: str, attr: str, what: str, demand: str) -> Rule:
     """The rule that a layout keeps ``field`` at 1 where the framework lacks ``attr``."""
     return Rule(f"{field}_offered", (),
                 lambda a, f: (a[field] == 1) | getattr(f, attr),
                 lambda r, f: (f"{field}={r[field]}: {f.framework or 'this framework'} {what}; "
                               f"allowed: {field}=1"),
-                "each framework's layouts and schedules (scaleout.plan.frameworks)")
+                "each framework's layouts and schedules (scaleout.plan.frameworks)", demand)
 
 
 RULES: tuple[Rule, ...] = (
     Rule("batch", (),
          lambda a, f: a["global_batch"] % (a["dp"] * a["micro_batch"]) == 0,
-         _batch_message, "every replica runs whole micro-batches"),
+         _batch_message, "every replica runs whole micro-batches",
+         "the data-parallel size n/(tp·pp) must divide global_batch={B}"),
     Rule("tp_heads", ("n_heads",),
          lambda a, f: f.n_heads % a["tp"] == 0,
          lambda r, f: (f"tp={r['tp']} must divide n_heads={f.n_heads}; allowed: "
                        f"{allowed_divisors(f.n_heads)}"),
-         "Megatron-LM splits attention by heads (Shoeybi et al. 2019, Sec. 3)"),
+         "Megatron-LM splits attention by heads (Shoeybi et al. 2019, Sec. 3)",
+         "tensor-parallel sizes must divide the {f.n_heads} heads"),
     Rule("tp_kv_heads", ("kv_heads",),
          lambda a, f: (f.kv_heads % a["tp"] == 0) | (a["tp"] % f.kv_heads == 0),
          lambda r, f: (f"tp={r['tp']} must divide the {f.kv_heads} KV heads of {f.model} or be "
                        f"a multiple of them"),
-         "grouped-query attention: KV heads are split, or copied to every rank of a group"),
+         "grouped-query attention: KV heads are split, or copied to every rank of a group",
+         "tensor-parallel sizes must divide the {f.kv_heads} KV heads (or be a multiple of "
+         "them)"),
     Rule("tp_in_node", ("gpus_per_node",),
          lambda a, f: f.allow_tp_across_nodes | (a["tp"] <= f.gpus_per_node),
          lambda r, f: (f"tp={r['tp']} is larger than the {f.gpus_per_node} GPUs of a node"
                        + ("; pass allow_tp_across_nodes=True to run tensor parallelism over "
                           "the network" if f.relaxable else "")),
-         "tensor parallelism's all-reduces need NVLink (Narayanan et al. 2021, Sec. 3.3)"),
+         "tensor parallelism's all-reduces need NVLink (Narayanan et al. 2021, Sec. 3.3)",
+         "tensor-parallel sizes must fit in the {f.gpus_per_node} GPUs of a node"),
     Rule("tp_whole_nodes", ("gpus_per_node",),
          lambda a, f: (((a["tp"] <= f.gpus_per_node) & (f.gpus_per_node % a["tp"] == 0))
                        | ((a["tp"] > f.gpus_per_node) & (a["tp"] % f.gpus_per_node == 0))),
          lambda r, f: (f"tp={r['tp']} must divide the {f.gpus_per_node} GPUs per node (or be a "
                        "multiple of it) so that no tensor-parallel group straddles two nodes"),
-         "Megatron-LM's rank order puts a tensor-parallel group on consecutive GPUs"),
+         "Megatron-LM's rank order puts a tensor-parallel group on consecutive GPUs",
+         "tensor-parallel sizes must divide the {f.gpus_per_node} GPUs per node"),
     Rule("pp_layers", ("n_layers",),
          lambda a, f: (a["pp"] <= f.n_layers) & (f.uneven_layers | (f.n_layers % a["pp"] == 0)),
          lambda r, f: (f"pp={r['pp']} must divide n_layers={f.n_layers}; allowed: "
                        f"{allowed_divisors(f.n_layers)}"
                        + (" (or pass uneven_layers=True)"
                           if f.relaxable and r["pp"] <= f.n_layers else "")),
-         "every stage runs whole layers (Narayanan et al. 2021, Sec. 2.2)"),
+         "every stage runs whole layers (Narayanan et al. 2021, Sec. 2.2)",
+         "pipeline sizes must divide the {f.n_layers} layers"),
     Rule("interleave_layers", ("n_layers",),
          lambda a, f: (a["interleave"] == 1) | ((a["pp"] > 1)
                                                  & (_layers_per_stage(f, a["pp"])
@@ -355,18 +367,23 @@ RULES: tuple[Rule, ...] = (
          lambda r, f: (f"interleave={r['interleave']} must divide the "
                        f"{int(_layers_per_stage(f, r['pp']))} layers per stage "
                        f"(pp={r['pp']} > 1)"),
-         "each of a GPU's v model chunks holds whole layers (Narayanan et al. 2021, Sec. 2.2.2)"),
+         "each of a GPU's v model chunks holds whole layers (Narayanan et al. 2021, Sec. 2.2.2)",
+         "interleaved stages must divide each pipeline stage's layers"),
     Rule("interleave_micro_batches", (),
          lambda a, f: (a["interleave"] == 1)
          | ((a["global_batch"] // (a["dp"] * a["micro_batch"])) % a["pp"] == 0),
          lambda r, f: (f"the interleaved schedule needs the "
                        f"{r['global_batch'] // (r['dp'] * r['micro_batch'])} micro-batches to "
                        f"be a multiple of pp={r['pp']}"),
-         "Megatron-LM's interleaved 1F1B schedule"),
-    *(_offered(field, attr, what) for field, attr, what in (
-        ("tp", "tensor_parallel", "has no tensor parallelism"),
-        ("pp", "pipeline_parallel", "has no pipeline parallelism"),
-        ("interleave", "interleaved_schedule", "runs no interleaved pipeline schedule"))),
+         "Megatron-LM's interleaved 1F1B schedule",
+         "the interleaved schedule needs a multiple of pp micro-batches"),
+    *(_offered(field, attr, what, demand) for field, attr, what, demand in (
+        ("tp", "tensor_parallel", "has no tensor parallelism",
+         "{name} has no tensor parallelism, so tp must be 1"),
+        ("pp", "pipeline_parallel", "has no pipeline parallelism",
+         "{name} has no pipeline parallelism, so pp must be 1"),
+        ("interleave", "interleaved_schedule", "runs no interleaved pipeline schedule",
+         "{name} runs no interleaved pipeline schedule"))),
     Rule("sp_offered", (),
          lambda a, f: ~a["sp"].astype(bool) | f.sequence_parallel,
          lambda r, f: (f"sp=True: {f.framework or 'this framework'} has no sequence "
@@ -427,40 +444,47 @@ RULES: tuple[Rule, ...] = (
          lambda r, f: (f"cp={r['cp']}: {f.framework or 'this framework'} has no context "
                        "parallelism; allowed: cp=1 (megatron-core and torchtitan split "
                        "sequences with ring attention)"),
-         "each framework's context parallelism (scaleout.plan.frameworks)"),
+         "each framework's context parallelism (scaleout.plan.frameworks)",
+         "{name} has no context parallelism, so cp must be 1"),
     Rule("cp_flash", ("flash_attention",),
          lambda a, f: (_get(a, "cp") == 1) | bool(f.flash_attention),
          lambda r, f: (f"cp={r['cp']} needs flash_attention=True: ring attention computes "
                        "attention block by block and never stores the score matrices, as "
                        "flash attention does; allowed: cp=1 without it"),
-         "Liu et al. 2023 (arXiv 2310.01889) Sec. 3: blockwise attention in the ring"),
+         "Liu et al. 2023 (arXiv 2310.01889) Sec. 3: blockwise attention in the ring",
+         "context parallelism needs flash attention"),
     Rule("cp_sequence", ("seq_len",),
          lambda a, f: _cp_divides(f, _get(a, "cp")),
          lambda r, f: _cp_message(f, r["cp"]),
          "load-balanced ring attention: two chunks of s/(2 cp) tokens per GPU "
-         "(scaleout.context_parallel.check_cp)"),
+         "(scaleout.context_parallel.check_cp)",
+         "context-parallel sizes must split the sequence into 2 × cp chunks"),
     Rule("ep_needs_moe", ("experts",),
          lambda a, f: (_get(a, "ep") == 1) | (f.experts > 0),
          lambda r, f: f"ep={r['ep']}: model {f.model!r} has no experts; allowed: ep=1",
          "expert parallelism splits a mixture of experts' experts (GShard, Lepikhin et al. "
-         "2021)"),
+         "2021)",
+         "expert parallelism needs a model with experts"),
     Rule("ep_experts", ("experts",),
          lambda a, f: (f.experts == 0) | (f.experts % _get(a, "ep") == 0),
          lambda r, f: _divides_message("ep", r["ep"], f"experts of {f.model}", f.experts),
-         "every expert-parallel rank holds E/ep whole experts (Megatron-Core MoELayer)"),
+         "every expert-parallel rank holds E/ep whole experts (Megatron-Core MoELayer)",
+         "expert-parallel sizes must divide the {f.experts} experts"),
     Rule("ep_fold", (),
          lambda a, f: (a["tp"] * _get(a, "cp") * a["dp"]) % _get(a, "ep") == 0,
          lambda r, f: (f"ep={r['ep']} must divide tp × cp × dp = {r['tp']} × {r['cp']} × "
                        f"{r['dp']} = {r['tp'] * r['cp'] * r['dp']}: the expert-parallel groups "
                        "are carved out of one pipeline stage's GPUs; allowed: "
                        f"{allowed_divisors(r['tp'] * r['cp'] * r['dp'])}"),
-         "MoE parallel folding (Liu et al. 2025, arXiv 2504.14960, Sec. 3; scaleout.moe.fold)"),
+         "MoE parallel folding (Liu et al. 2025, arXiv 2504.14960, Sec. 3; scaleout.moe.fold)",
+         "expert-parallel sizes must divide a stage's tp × cp × dp GPUs"),
     Rule("ep_offered", (),
          lambda a, f: (_get(a, "ep") == 1) | bool(f.expert_parallel),
          lambda r, f: (f"ep={r['ep']}: {f.framework or 'this framework'} has no expert "
                        "parallelism; allowed: ep=1 (megatron-core, torchtitan and "
                        "deepseek-hai-llm have it)"),
-         "each framework's expert parallelism (scaleout.plan.frameworks)"),
+         "each framework's expert parallelism (scaleout.plan.frameworks)",
+         "{name} has no expert parallelism, so ep must be 1"),
     Rule("moe_tp_sp", ("experts",),
          lambda a, f: (f.experts == 0) | (a["tp"] == 1) | a["sp"].astype(bool),
          lambda r, f: (f"tp={r['tp']} in a mixture of experts needs sp=True: each "
@@ -471,7 +495,8 @@ RULES: tuple[Rule, ...] = (
     Rule("fp8_gpu", (),
          lambda a, f: np.asarray(not f.precision),
          lambda r, f: f.precision,
-         "FP8 recipes need FP8 tensor cores (scaleout.memory.check_precision)"),
+         "FP8 recipes need FP8 tensor cores (scaleout.memory.check_precision)",
+         "{f.precision}"),
     Rule("dualpipe_shape", (),
          lambda a, f: ((f.pipeline_schedule != "dualpipe") | (a["pp"] == 1)
                        | ((a["pp"] % 2 == 0) & (a["interleave"] == 1)
@@ -482,7 +507,8 @@ RULES: tuple[Rule, ...] = (
                        f"micro-batches, interleave={r['interleave']}; allowed: pp even (or 1), "
                        "an even number of micro-batches, interleave=1"),
          "DeepSeek-V3 report (arXiv 2412.19437) Sec. 3.2.1: stages and micro-batches "
-         "divisible by 2"),
+         "divisible by 2",
+         "DualPipe needs an even number of stages and of micro-batches"),
 )
 
 
@@ -513,6 +539,21 @@ def _divides_message(name: str, value: int, what: str, total: int) -> str:
 
 _BY_NAME = {rule.name: rule for rule in RULES}
 _INDEX = {rule.name: i for i, rule in enumerate(RULES)}
+
+
+def demand(name: str) -> str:
+    """What rule ``name`` asks of every split a search tries (:attr:`Rule.demand`, a format
+    string over ``B``, ``f`` and ``name``).
+
+    Raises
+    ------
+    KeyError
+        An unknown rule, or one without a demand (a search's grid never breaks it).
+    """
+    words = _BY_NAME[name].demand
+    if not words:
+        raise KeyError(f"layout rule {name!r} states no demand for a search")
+    return words
 
 
 def _rules(facts: Facts, only: Sequence[str] | None) -> list[Rule]:

@@ -113,10 +113,16 @@ def test_the_no_layout_message_counts_splits_a_framework_cannot_run():
 
 
 def test_every_rule_that_counts_splits_has_a_sentence_in_the_no_layout_message():
-    """The message names what each rule demands in words, never a rule's bare name."""
-    from scaleout.plan.search import _DEMANDS, _OUTER
+    """The message names what each rule demands in words (the rule's own ``demand``, kept
+    with the rule in ``scaleout.layout``), never a rule's bare name; a rule a search never
+    counts states none, and asking for it is an error."""
+    from scaleout import layout
+    from scaleout.plan.search import _OUTER
 
-    assert set(_OUTER) <= set(_DEMANDS)
+    assert all(layout.demand(name) for name in _OUTER)
+    assert {r.name for r in layout.RULES if r.demand} == set(_OUTER)
+    with pytest.raises(KeyError, match="'sp_needs_tp' states no demand"):
+        layout.demand("sp_needs_tp")
 
 
 def test_context_parallel_sizes_that_divide_no_gpu_count_say_so():

@@ -442,43 +442,17 @@ def _sizes(name: str, given: Iterable[int] | None, default: tuple[int, ...],
     return tuple(out)
 
 
-#: What each rule demands of a split, for the message when no layout is valid (every rule of
-#: ``_OUTER``: the rules that count splits).
-_DEMANDS = {
-    "batch": "the data-parallel size n/(tp·pp) must divide global_batch={B}",
-    "tp_heads": "tensor-parallel sizes must divide the {f.n_heads} heads",
-    "tp_kv_heads": "tensor-parallel sizes must divide the {f.kv_heads} KV heads (or be a "
-                   "multiple of them)",
-    "tp_in_node": "tensor-parallel sizes must fit in the {f.gpus_per_node} GPUs of a node",
-    "tp_whole_nodes": "tensor-parallel sizes must divide the {f.gpus_per_node} GPUs per node",
-    "pp_layers": "pipeline sizes must divide the {f.n_layers} layers",
-    "ep_fold": "expert-parallel sizes must divide a stage's tp × cp × dp GPUs",
-    "cp_sequence": "context-parallel sizes must split the sequence into 2 × cp chunks",
-    "dualpipe_shape": "DualPipe needs an even number of stages and of micro-batches",
-    "interleave_layers": "interleaved stages must divide each pipeline stage's layers",
-    "interleave_micro_batches": "the interleaved schedule needs a multiple of pp micro-batches",
-    "cp_offered": "{name} has no context parallelism, so cp must be 1",
-    "cp_flash": "context parallelism needs flash attention",
-    "ep_needs_moe": "expert parallelism needs a model with experts",
-    "ep_experts": "expert-parallel sizes must divide the {f.experts} experts",
-    "ep_offered": "{name} has no expert parallelism, so ep must be 1",
-    "fp8_gpu": "{f.precision}",
-    "tp_offered": "{name} has no tensor parallelism, so tp must be 1",
-    "pp_offered": "{name} has no pipeline parallelism, so pp must be 1",
-    "interleave_offered": "{name} runs no interleaved pipeline schedule",
-}
-
-
 def _no_layout_message(m: ModelSpec, n: int, B: int, facts: layout.Facts,
                        why: dict[str, int], cp_sizes: Iterable[int] = (1,)) -> str:
-    """Why no plan of ``n`` GPUs is valid: each rule and how many splits it removed (or,
-    when no context-parallel size divides ``n``, that)."""
+    """Why no plan of ``n`` GPUs is valid: each rule and how many splits it removed, in the
+    rule's own words for a whole search (:func:`scaleout.layout.demand`), or, when no
+    context-parallel size divides ``n``, that."""
     total = sum(why.values())
     if not total:
         return (f"no layout of n_gpus={n:,} is valid for {m.name}: none of the context-parallel "
                 f"sizes cp_sizes={tuple(cp_sizes)} divides {n:,} GPUs; use sizes that divide "
                 f"n_gpus (1 always does)")
-    reasons = [f"{_DEMANDS[rule].format(B=B, f=facts, name=facts.framework)} ({count} of "
+    reasons = [f"{layout.demand(rule).format(B=B, f=facts, name=facts.framework)} ({count} of "
                f"{total})"
                for rule, count in sorted(why.items(), key=lambda kv: -kv[1])]
     return (f"no layout of n_gpus={n:,} is valid for {m.name} with global_batch={B}: of the "
