@@ -68,7 +68,7 @@ def test_the_figure_draws_every_run_and_the_fixed_cost_curves(gaps):
     """One marker per run (the filled and hollow ones together), a dashed curve per fixed
     cost at 100 f / step percent, the legend naming each source and both marker kinds."""
     chosen = [g for g in gaps.values() if g.source in ("mpt_llm_foundry_2024", "llama3_table4")]
-    fig, ax = plotting.new_figure(8.5, 4.2)
+    _fig, ax = plotting.new_figure(8.5, 4.2)
     plotting.step_gap_scatter(ax, chosen, fixed_s=(0.1, 1.0))
     drawn = sum(len(c.get_offsets()) for c in ax.collections)
     assert drawn == len(chosen)
