@@ -102,3 +102,14 @@ def test_recompute_sentence_reads_a_search_row_code():
     codes = {k: v for k, v in _one(recompute=None).items() if k != "recompute"}
     codes["rc"] = np.array([0, 1, 2])
     assert _names(layout.failures(codes, ds)) == [None, "recompute_offered", None]
+
+
+def test_a_rule_states_what_it_demands_of_a_whole_search():
+    """The words a search's no-layout message uses for a rule are the rule's own
+    (``Rule.demand``): the heads rule's and the frameworks' rules' format strings; a rule no
+    search counts states none, and asking for its demand is an error."""
+    assert layout.demand("tp_heads") == "tensor-parallel sizes must divide the {f.n_heads} heads"
+    assert layout.demand("tp_offered") == "{name} has no tensor parallelism, so tp must be 1"
+    assert layout.demand("interleave_offered") == "{name} runs no interleaved pipeline schedule"
+    with pytest.raises(KeyError, match="'sp_needs_tp' states no demand for a search"):
+        layout.demand("sp_needs_tp")
