@@ -100,3 +100,19 @@ def test_a_zero3_plan_is_priced_the_same_either_way():
     fsdp = plan.framework("pytorch-fsdp")
     z3 = dataclasses.replace(LAYOUT, zero_stage=3)
     assert _dp_comm(fsdp, z3) == _dp_comm(dataclasses.replace(fsdp, zero2_per_unit=False), z3)
+
+
+def test_torchtitan_zero2_is_per_unit_without_pipelining_and_once_a_step_with_it():
+    """torchtitan's FSDP2 without PP reduce-scatters every micro-batch (its train_step runs
+    each micro-batch's backward with gradient sync on): priced per unit, as PyTorch FSDP's
+    ZeRO-2. Under PP the pipelining schedule syncs the gradients at the last micro-batch:
+    the switch changes nothing there (the sharded branch, once a step)."""
+    titan = plan.framework("torchtitan")
+    assert titan.zero2_per_unit and "train_step" in titan.sources["zero2_per_unit"]
+    off = dataclasses.replace(titan, zero2_per_unit=False)
+    flat = dataclasses.replace(LAYOUT, global_batch=256)  # two micro-batches a replica
+    assert _dp_comm(titan, flat) != _dp_comm(off, flat)
+    assert _dp_comm(titan, flat) <= _dp_comm(titan, dataclasses.replace(flat, zero_stage=3))
+    piped = plan.Plan(tp=1, pp=2, dp=32, micro_batch=2, global_batch=256, zero_stage=2,
+                      recompute="none")
+    assert _dp_comm(titan, piped) == _dp_comm(off, piped) > 0

@@ -39,12 +39,14 @@ zero3_blocking_fetch, zero3_persistence_threshold, zero3_max_reuse_distance
     released after its forward use is gathered again for its backward use when more than
     ``zero3_max_reuse_distance`` elements are used in between (None: always gathered again).
 zero2_per_unit
-    ZeRO-2 as FSDP runs it (FSDP1's ``ShardingStrategy.SHARD_GRAD_OP``, FSDP2's
-    ``reshard_after_forward=False``): each unit's weights all-gathered before its forward
-    (prefetched as under ZeRO-3) and kept through its backward, its gradients
+    ZeRO-2 as FSDP runs it without pipelining (FSDP1's ``ShardingStrategy.SHARD_GRAD_OP``,
+    FSDP2's ``reshard_after_forward=False``): each unit's weights all-gathered before its
+    forward (prefetched as under ZeRO-3) and kept through its backward, its gradients
     reduce-scattered unit by unit as the backward reaches them, every micro-batch; not
     DeepSpeed's or Megatron-Core's bucketed gradient reduction followed by one gather of the
-    updated weights after the optimizer step.
+    updated weights after the optimizer step. Under pipelining a schedule that syncs the
+    gradients at the last micro-batch only (``torch.distributed.pipelining``) is priced as
+    those are.
 zero_stages, max_zero_with_pp
     The ZeRO stages the framework offers, and the highest it combines with pipelining
     (DeepSpeed: 1; torchtitan's FSDP2 and Llama 3's sharded data parallelism: 2 or 3).
@@ -385,7 +387,8 @@ _FSDP = Framework(
 _TORCHTITAN = Framework(
     "torchtitan", "torchtitan (FSDP2 + TP + PP, 2024-25)",
     grad_bucket_bytes=None, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
-    zero_stages=(0, 2, 3), max_zero_with_pp=3, tp_overlap=False, p2p_overlap=False,
+    zero2_per_unit=True, zero_stages=(0, 2, 3), max_zero_with_pp=3, tp_overlap=False,
+    p2p_overlap=False,
     hybrid_shard=True, cp_variant="ring", expert_parallel=True, sac_every_other_matmul=True,
     sources={
         "sac_every_other_matmul": "torchtitan/parallelisms/parallelize_llama.py @ 4d88a8a4 "
@@ -404,6 +407,11 @@ _TORCHTITAN = Framework(
         "zero3_unit": "Liang et al. 2025 (arXiv 2410.06511) Sec. 2.1: fully_shard per "
                       "TransformerBlock (FSDP2, per-parameter sharding)",
         "zero3_prefetch": "FSDP2's implicit prefetch of the next block in forward and backward",
+        "zero2_per_unit": "parallelism.fsdp_reshard_after_forward 'never' (torchtitan/"
+                          "distributed/fsdp.py get_fsdp_reshard_after_forward_policy; the "
+                          "default with PP): without PP, trainer.py's train_step runs each "
+                          "micro-batch's forward_backward_step with FSDP2's gradient sync on "
+                          "(@ b5bcd76c, 2026-08), so every micro-batch reduce-scatters",
         "max_zero_with_pp": "torchtitan composes FSDP2 with torch.distributed.pipelining "
                             "(Sec. 2.3); reshard_after_forward is off with PP",
         "tp_overlap": "async TP exists but is off by default (experimental.enable_async_"

@@ -1152,9 +1152,11 @@ def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
     else:
         copies = dpc > 1
     comm = np.zeros(shape)
-    # ZeRO-2 as FSDP runs it: per-unit gathers kept through the backward (Framework.
-    # zero2_per_unit), priced as ZeRO-3 without the backward's second gather
-    per_unit = (x.zero_stage == 2) if ctx.framework.zero2_per_unit else np.zeros(shape, bool)
+    # ZeRO-2 as FSDP runs it without pipelining: per-unit gathers kept through the backward
+    # (Framework.zero2_per_unit), priced as ZeRO-3 without the backward's second gather; under
+    # pipelining the schedule syncs gradients once a step, the sharded branch's pricing
+    per_unit = (((x.zero_stage == 2) & (x.pp == 1)) if ctx.framework.zero2_per_unit
+                else np.zeros(shape, bool))
     full_arrays["reshard_after_forward"] = x.zero_stage == 3
     # each branch is priced only for the plans that take it
     for branch, mask in ((_dp_plain, (x.zero_stage == 0) & copies),
