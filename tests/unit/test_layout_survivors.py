@@ -38,6 +38,12 @@ def _names(first: np.ndarray) -> list[str | None]:
     return [None if i < 0 else layout.RULES[i].name for i in np.asarray(first).tolist()]
 
 
+def _refused(plan: Plan, facts: Facts, sentence: str) -> None:
+    """``layout.check`` refuses ``plan`` with exactly ``sentence``."""
+    with pytest.raises(ValueError, match="^" + re.escape(sentence) + "$"):
+        layout.check(plan, facts)
+
+
 def test_fsdp_runs_no_tensor_or_pipeline_parallelism_and_says_so():
     """PyTorch FSDP1 (tensor_parallel = pipeline_parallel = False): tp = 2 and pp = 2 break
     its rules, tp = pp = 1 keeps them; the sentence names the framework, the size asked for and
@@ -45,12 +51,10 @@ def test_fsdp_runs_no_tensor_or_pipeline_parallelism_and_says_so():
     fsdp = _facts("pytorch-fsdp")
     a = _one(tp=[1, 2, 1], pp=[1, 1, 2])
     assert _names(layout.failures(a, fsdp)) == [None, "tp_offered", "pp_offered"]
-    with pytest.raises(ValueError, match="^" + re.escape(
-            "tp=2: pytorch-fsdp has no tensor parallelism; allowed: tp=1") + "$"):
-        layout.check(Plan(tp=2), fsdp)
-    with pytest.raises(ValueError, match="^" + re.escape(
-            "pp=2: pytorch-fsdp has no pipeline parallelism; allowed: pp=1") + "$"):
-        layout.check(Plan(pp=2), fsdp)
+    _refused(Plan(tp=2), fsdp,
+             "tp=2: pytorch-fsdp has no tensor parallelism; allowed: tp=1")
+    _refused(Plan(pp=2), fsdp,
+             "pp=2: pytorch-fsdp has no pipeline parallelism; allowed: pp=1")
     layout.check(Plan(), fsdp)  # tp = pp = 1: nothing to say
 
 
@@ -68,21 +72,18 @@ def test_deepspeed_runs_no_interleaved_schedule():
     ds = _facts("deepspeed-2021")
     a = _one(pp=2, interleave=[1, 2])
     assert _names(layout.failures(a, ds)) == [None, "interleave_offered"]
-    with pytest.raises(ValueError, match="^" + re.escape(
-            "interleave=2: deepspeed-2021 runs no interleaved pipeline schedule; "
-            "allowed: interleave=1") + "$"):
-        layout.check(Plan(pp=2, interleave=2, global_batch=2), ds)
+    _refused(Plan(pp=2, interleave=2, global_batch=2), ds,
+             "interleave=2: deepspeed-2021 runs no interleaved pipeline schedule; "
+             "allowed: interleave=1")
 
 
 def test_an_unnamed_framework_is_this_framework():
     """Facts without a framework's name: the sentence says "this framework"."""
     facts = Facts(tensor_parallel=False, pipeline_parallel=False)
-    with pytest.raises(ValueError, match="^" + re.escape(
-            "tp=2: this framework has no tensor parallelism; allowed: tp=1") + "$"):
-        layout.check(Plan(tp=2), facts)
-    with pytest.raises(ValueError, match="^" + re.escape(
-            "pp=4: this framework has no pipeline parallelism; allowed: pp=1") + "$"):
-        layout.check(Plan(pp=4), facts)
+    _refused(Plan(tp=2), facts,
+             "tp=2: this framework has no tensor parallelism; allowed: tp=1")
+    _refused(Plan(pp=4), facts,
+             "pp=4: this framework has no pipeline parallelism; allowed: pp=1")
 
 
 def test_recompute_sentence_reads_a_search_row_code():
@@ -97,8 +98,7 @@ def test_recompute_sentence_reads_a_search_row_code():
     assert rule.message(search_row, ds) == expected
     assert rule.message(search_row | {"rc": 2}, Facts(recompute_modes=("none",))) == (
         "recompute='full': this framework offers 'none'")
-    with pytest.raises(ValueError, match="^" + re.escape(expected) + "$"):
-        layout.check(Plan(recompute="selective"), ds)
+    _refused(Plan(recompute="selective"), ds, expected)
     codes = {k: v for k, v in _one(recompute=None).items() if k != "recompute"}
     codes["rc"] = np.array([0, 1, 2])
     assert _names(layout.failures(codes, ds)) == [None, "recompute_offered", None]
