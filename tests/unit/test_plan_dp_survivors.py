@@ -109,7 +109,7 @@ class _Fabric:
 def _dp_ctx(experts=None, overlap=0.0, grad_overlap=False, bucket=None):
     fw = SimpleNamespace(grad_bucket_bytes=bucket, grad_overlap=grad_overlap,
                          param_gather_overlap=False, flat_dp_rings=False,
-                         zero2_per_unit=False)
+                         zero2_per_unit=False, pp_defers_grad_sync=False)
     return SimpleNamespace(network=SimpleNamespace(gpus_per_node=8), experts=experts,
                            framework=fw, recipe=SimpleNamespace(grad_comm=2.0),
                            collectives=_Fabric(),

@@ -116,3 +116,57 @@ def test_torchtitan_zero2_is_per_unit_without_pipelining_and_once_a_step_with_it
     piped = plan.Plan(tp=1, pp=2, dp=32, micro_batch=2, global_batch=256, zero_stage=2,
                       recompute="none")
     assert _dp_comm(titan, piped) == _dp_comm(off, piped) > 0
+
+
+# ------------------------------------------------- torchtitan under pipelining: sync deferred
+PIPED = plan.Plan(tp=8, pp=4, dp=8, micro_batch=1, global_batch=64, zero_stage=3,
+                  recompute="full", seq_len=8192)
+
+
+def _run(framework, **changes):
+    return plan.evaluate("llama3-70b", "H100", dataclasses.replace(PIPED, **changes),
+                         framework=framework)
+
+
+def test_torchtitan_under_pipelining_runs_zero3_as_its_zero2():
+    """torch.distributed.pipelining keeps the FSDP2 units gathered and their gradients unsynced
+    through every micro-batch and reduces once after the schedule: a ZeRO-3 plan is gathered
+    and reduced once a step, as the same preset's ZeRO-2, not once per micro-batch per unit
+    as it is with the switch off."""
+    titan = plan.framework("torchtitan")
+    assert titan.pp_defers_grad_sync
+    assert "set_requires_gradient_sync(False)" in titan.sources["pp_defers_grad_sync"]
+    off = dataclasses.replace(titan, pp_defers_grad_sync=False)
+    z3, z2 = _run(titan), _run(titan, zero_stage=2)
+    assert z3.step["dp_comm"] == z2.step["dp_comm"] > 0
+    assert _run(off).step["dp_comm"] != z3.step["dp_comm"]
+    # the switch off leaves ZeRO-2 under pipelining where it was (the sharded branch)
+    assert _run(off, zero_stage=2).step["dp_comm"] == z2.step["dp_comm"]
+
+
+def test_a_deferred_sync_holds_whole_weights_and_float32_gradients():
+    """Under the deferred sync a GPU holds its stage's weights whole (as without ZeRO), its
+    gradients whole in FSDP2's float32 reduce dtype (twice the 2-byte gradients of plain data
+    parallelism), and only the optimizer state sharded (as ZeRO-2 shards it); ZeRO-3's
+    gathered-unit buffers are gone, everything being gathered already."""
+    titan = plan.framework("torchtitan")
+    off = dataclasses.replace(titan, pp_defers_grad_sync=False)
+    plain = _run(off, zero_stage=0).memory
+    sharded = _run(off, zero_stage=2).memory
+    for stage in (2, 3):
+        held = _run(titan, zero_stage=stage).memory
+        assert held["weights"] == pytest.approx(plain["weights"], rel=1e-12)
+        assert held["grads"] == pytest.approx(2 * plain["grads"], rel=1e-12)
+        assert held["optimizer"] == pytest.approx(sharded["optimizer"], rel=1e-12)
+    assert _run(titan).memory["reserve"] == _run(titan, zero_stage=2).memory["reserve"]
+    assert _run(off).memory["reserve"] > _run(off, zero_stage=2).memory["reserve"]
+
+
+def test_without_pipelining_the_deferred_sync_changes_nothing():
+    """The switch acts under pipelining alone: without it FSDP2 syncs every micro-batch."""
+    titan = plan.framework("torchtitan")
+    off = dataclasses.replace(titan, pp_defers_grad_sync=False)
+    flat = dict(tp=8, pp=1, dp=32)
+    for stage in (2, 3):
+        a, b = _run(titan, zero_stage=stage, **flat), _run(off, zero_stage=stage, **flat)
+        assert a.step == b.step and a.memory == b.memory

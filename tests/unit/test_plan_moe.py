@@ -387,9 +387,13 @@ BEFORE = {
     # torchtitan's selective recomputation reruns every second matmul of a block
     # (step.every_other_matmul_params): its selective plans' times grew, memory did not;
     # then its ZeRO-2 plans without pipelining were priced per unit, as FSDP2 runs them
-    # (Framework.zero2_per_unit): the sum fell from 108,208.897 s, the best plan kept its time
+    # (Framework.zero2_per_unit): the sum fell from 108,208.897 s, the best plan kept its time;
+    # then its ZeRO-2/3 under pipelining held whole weights and float32 gradients all step and
+    # its ZeRO-3 there was priced as its ZeRO-2 (Framework.pp_defers_grad_sync): 278 pipelined
+    # plans stopped fitting (1,657 -> 1,379), the step sum fell from 108,125.786 s, the best
+    # plan (no pipelining) kept its time
     ("llama3-70b", GPU, 512, 512, (("framework", "torchtitan"), ("zero_shards", (8,)))): (
-        5565, 1657, 10.13375488877474, 108125.7858651918, 2070527787122270.5),
+        5565, 1379, 10.13375488877474, 107952.46881368467, 2183708042096951.8),
     ("megatron-1t", "A100-SXM4-80GB", 3072, 3072, ()): (5757, 439, 62.01482081406557,
                                                        835208.5246473395, 4559784620571534.0),
 }

@@ -47,6 +47,16 @@ zero2_per_unit
     updated weights after the optimizer step. Under pipelining a schedule that syncs the
     gradients at the last micro-batch only (``torch.distributed.pipelining``) is priced as
     those are.
+pp_defers_grad_sync
+    Under pipelining, a ZeRO-2 or ZeRO-3 plan keeps its stage's weights gathered and its
+    gradients whole from the step's first forward to the schedule's end, then reduce-scatters
+    once (``torch.distributed.pipelining``'s stage runs every micro-batch's backward with
+    FSDP2's ``set_reshard_after_backward(False)`` and ``set_requires_gradient_sync(False)``;
+    its ``_post_backward`` reshards and reduces after the last; torchtitan's default
+    ``fsdp_reshard_after_forward`` is off with PP). Both stages are then priced as the
+    framework's ZeRO-2 under pipelining (gathered and reduced once a step) with a ZeRO-1
+    footprint: weights whole, gradients whole in FSDP2's reduce dtype (fp32), only the
+    optimizer state sharded.
 zero_stages, max_zero_with_pp
     The ZeRO stages the framework offers, and the highest it combines with pipelining
     (DeepSpeed: 1; torchtitan's FSDP2 and Llama 3's sharded data parallelism: 2 or 3).
@@ -194,6 +204,7 @@ class Framework:
     zero3_persistence_threshold: int = 0
     zero3_max_reuse_distance: float | None = None
     zero2_per_unit: bool = False
+    pp_defers_grad_sync: bool = False
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     max_zero_with_pp: int = 1
     tp_overlap: bool = False
@@ -387,7 +398,8 @@ _FSDP = Framework(
 _TORCHTITAN = Framework(
     "torchtitan", "torchtitan (FSDP2 + TP + PP, 2024-25)",
     grad_bucket_bytes=None, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
-    zero2_per_unit=True, zero_stages=(0, 2, 3), max_zero_with_pp=3, tp_overlap=False,
+    zero2_per_unit=True, pp_defers_grad_sync=True, zero_stages=(0, 2, 3), max_zero_with_pp=3,
+    tp_overlap=False,
     p2p_overlap=False,
     hybrid_shard=True, cp_variant="ring", expert_parallel=True, sac_every_other_matmul=True,
     sources={
@@ -412,6 +424,14 @@ _TORCHTITAN = Framework(
                           "default with PP): without PP, trainer.py's train_step runs each "
                           "micro-batch's forward_backward_step with FSDP2's gradient sync on "
                           "(@ b5bcd76c, 2026-08), so every micro-batch reduce-scatters",
+        "pp_defers_grad_sync": "torch/distributed/pipelining/stage.py @ 01386103: "
+                               "backward_maybe_with_nosync sets set_reshard_after_backward"
+                               "(False) and set_requires_gradient_sync(False) on the FSDP "
+                               "module for every micro-batch, _post_backward reshards and "
+                               "reduces once after the schedule; FSDP2 keeps the unsharded "
+                               "gradient in its reduce dtype (_fsdp_param.py "
+                               "FSDPParam.to_accumulated_grad_if_needed), float32 by "
+                               "torchtitan's mixed_precision_reduce default",
         "max_zero_with_pp": "torchtitan composes FSDP2 with torch.distributed.pipelining "
                             "(Sec. 2.3); reshard_after_forward is off with PP",
         "tp_overlap": "async TP exists but is off by default (experimental.enable_async_"
@@ -576,8 +596,10 @@ def preset_rows() -> list[dict[str, str]]:
                                + (", the host waiting at each" if f.zero3_blocking_fetch else "")
                                if 3 in f.zero_stages else "—"),
             "ZeRO stages": ", ".join(map(str, f.zero_stages)),
-            "with pipelining": f"up to ZeRO-{f.max_zero_with_pp}" if f.max_zero_with_pp
-            else "no ZeRO",
+            "with pipelining": (f"up to ZeRO-{f.max_zero_with_pp}"
+                                + (", gathered and reduced once a step"
+                                   if f.pp_defers_grad_sync else "")
+                                if f.max_zero_with_pp else "no ZeRO"),
             "hybrid sharding": "yes" if f.hybrid_shard else "no",
             "context parallel": f.cp_variant or "no",
             "expert parallel": "yes" if f.expert_parallel else "no",

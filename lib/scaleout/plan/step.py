@@ -52,7 +52,10 @@ data-parallel communication, optimizer. The busiest pipeline stage sets the pace
   by tensor as :func:`tensor_fetch_chain_s` times it, each gather hidden behind one tensor's
   computation at most. Hybrid sharding (a plan's ``zero_shard``; Zhao et al. 2023
   Sec. 3.2.2) runs those collectives inside each shard group and all-reduces the gradients'
-  shards across the groups. Each call costs what NCCL's model predicts
+  shards across the groups. Where the pipelining schedule defers the gradient sync to the
+  step's end (torchtitan, :attr:`Framework.pp_defers_grad_sync`), ZeRO-2 and ZeRO-3 run
+  alike under pipelining: gathered and reduced once a step, weights and float32 gradients
+  held whole through it. Each call costs what NCCL's model predicts
   (:mod:`scaleout.nccl`), its latency included: a flat ring over many GPUs pays it at every
   step.
 * **Optimizer**: Adam reads and writes its state once, memory-bound.
@@ -855,12 +858,31 @@ def mtp_params(m: ModelSpec, parts: dict[str, int], tp) -> float:
     return m.mtp_layers * (parts["layers"] / m.n_layers + 2.0 * m.hidden * m.hidden) / tp
 
 
+#: Bytes of a whole gradient FSDP2 accumulates between reductions: its reduce dtype, float32
+#: (``FSDPParam.to_accumulated_grad_if_needed``; torchtitan's ``mixed_precision_reduce``).
+ACCUMULATED_GRAD_BYTES = 4.0
+
+
+def deferred_grad_sync(ctx: Context, x: _Shape) -> np.ndarray:
+    """The plans whose ZeRO-2 or ZeRO-3 the pipelining schedule runs gathered and unsharded
+    for the whole step, reducing once at its end (:attr:`Framework.pp_defers_grad_sync`):
+    ``pp > 1`` and ``zero_stage >= 2`` under such a framework, no plan otherwise."""
+    deferred = (x.pp > 1) & (x.zero_stage >= 2)
+    return deferred if ctx.framework.pp_defers_grad_sync else np.zeros_like(deferred)
+
+
 def _model_state(ctx: Context, x: _Shape, dense: np.ndarray, experts: np.ndarray):
     """(weights, grads, optimizer) bytes: ZeRO over the ``dp × cp`` copies (the shard group)
-    for the non-expert parameters, over the ``edp`` copies for the experts'."""
-    w, g, o = memory.model_state_arrays(dense, x.zero_stage, x.shard * x.cp, ctx.recipe)
+    for the non-expert parameters, over the ``edp`` copies for the experts'; a plan whose
+    gradient sync the schedule defers (:func:`deferred_grad_sync`) holds whole weights and
+    whole gradients at :data:`ACCUMULATED_GRAD_BYTES`, its optimizer state sharded."""
+    deferred = deferred_grad_sync(ctx, x)
+    stage = np.where(deferred, 1, x.zero_stage)
+    w, g, o = memory.model_state_arrays(dense, stage, x.shard * x.cp, ctx.recipe)
+    g = np.where(deferred, np.asarray(dense, dtype=float) * ACCUMULATED_GRAD_BYTES, g)
     if ctx.experts is not None:
-        we, ge, oe = memory.model_state_arrays(experts, x.zero_stage, x.edp, ctx.recipe)
+        we, ge, oe = memory.model_state_arrays(experts, stage, x.edp, ctx.recipe)
+        ge = np.where(deferred, np.asarray(experts, dtype=float) * ACCUMULATED_GRAD_BYTES, ge)
         w, g, o = w + we, g + ge, o + oe
     return w, g, o
 
@@ -885,7 +907,8 @@ def _extras(ctx: Context, x: _Shape) -> tuple[np.ndarray, np.ndarray]:
     if ex is not None:
         unit = unit + ex.moe_share * ex.routed_per_layer / x.ep
     unit = unit * ctx.recipe.weight_bytes
-    zero3 = np.where(x.zero_stage == 3, (ctx.framework.zero3_prefetch + 1) * unit, 0.0)
+    zero3 = np.where((x.zero_stage == 3) & ~deferred_grad_sync(ctx, x),
+                     (ctx.framework.zero3_prefetch + 1) * unit, 0.0)
     return logits, zero3
 
 
@@ -1158,11 +1181,13 @@ def data_parallel_parts(ctx: Context, x: _Shape, mem: dict[str, np.ndarray],
     per_unit = (((x.zero_stage == 2) & (x.pp == 1)) if ctx.framework.zero2_per_unit
                 else np.zeros(shape, bool))
     full_arrays["reshard_after_forward"] = x.zero_stage == 3
+    # a ZeRO-3 the pipelining schedule keeps gathered all step is its ZeRO-2 there
+    deferred = deferred_grad_sync(ctx, x)
     # each branch is priced only for the plans that take it
     for branch, mask in ((_dp_plain, (x.zero_stage == 0) & copies),
-                         (_dp_sharded, (x.zero_stage >= 1) & (x.zero_stage <= 2) & ~per_unit
-                          & copies),
-                         (_dp_full, ((x.zero_stage == 3) | per_unit) & copies)):
+                         (_dp_sharded, (((x.zero_stage >= 1) & (x.zero_stage <= 2)) | deferred)
+                          & ~per_unit & copies),
+                         (_dp_full, (((x.zero_stage == 3) & ~deferred) | per_unit) & copies)):
         idx = np.flatnonzero(np.broadcast_to(mask, shape))
         if idx.size:
             sub = {k: np.broadcast_to(v, shape).ravel()[idx] for k, v in full_arrays.items()}
