@@ -112,3 +112,21 @@ def test_a_calibration_given_is_the_one_priced_and_each_gap_names_its_table(gaps
         assert g.table == published.source_title(source) and g.source == source
     moe = [g for g in gaps.values() if "mixture of experts" in g.mechanisms]
     assert moe and all(_case(g.source, g.case).mechanisms == g.mechanisms for g in moe)
+
+
+def test_predictions_already_made_are_reused_and_the_rest_evaluated(gaps):
+    """``rows`` hands over predictions (a cross-validation's rows): the runs they cover take
+    them as given (a row doubled here doubles that run's predicted seconds per iteration),
+    the others are evaluated as without them, and reusing the validation's own rows changes
+    nothing."""
+    import dataclasses
+
+    rows = plan.validate(sources=["korthikanti_table5"])
+    again = plan.step_gaps(sources=["korthikanti_table5", "megatron_lm_table1"], rows=rows)
+    assert {(g.source, g.case): g for g in again} == {
+        k: v for k, v in gaps.items() if k[0] in ("korthikanti_table5", "megatron_lm_table1")}
+    doubled = [dataclasses.replace(rows[0], predicted=2 * rows[0].predicted)]
+    moved = {g.case: g for g in plan.step_gaps(sources=["korthikanti_table5"], rows=doubled)}
+    assert moved[rows[0].case].predicted_s == pytest.approx(2 * rows[0].predicted, rel=1e-12)
+    for r in rows[1:]:
+        assert moved[r.case] == gaps[("korthikanti_table5", r.case)]

@@ -160,13 +160,20 @@ class StepGap:
         return self.gap_s / self.published_s
 
 
-def step_gaps(calibration: Calibration | None = None, sources: Iterable[str] | None = None
-              ) -> list[StepGap]:
-    """Each published run (of ``sources``; all by default) as a :class:`StepGap`."""
+def step_gaps(calibration: Calibration | None = None, sources: Iterable[str] | None = None,
+              rows: Sequence[ValidationRow] = ()) -> list[StepGap]:
+    """Each published run (of ``sources``; all by default) as a :class:`StepGap`.
+
+    ``rows``: predictions already made with the same calibration (:func:`validate`'s rows, a
+    :class:`CrossValidation`'s ``fitted`` and ``held_out``), reused for the runs they cover,
+    matched by source and case; the other runs are evaluated here."""
     cal = calibration if calibration is not None else DEFAULT_CALIBRATION
+    known = {(r.source, r.case): r.predicted for r in rows}
     out = []
     for case in _selected(sources):
-        predicted = replace(case, published=_predicted(case, cal))
+        value = known.get((case.source, case.label))
+        predicted = replace(case, published=value if value is not None
+                            else _predicted(case, cal))
         out.append(StepGap(source_title(case.source), case.label, case.gpu, case.plan.recompute,
                            _published_step_s(case), _published_step_s(predicted), case.source,
                            case.mechanisms))
