@@ -177,6 +177,28 @@ def forget_interrupted(work: Path) -> int:
     return count
 
 
+def forget_survivors_on_new_tests(work: Path, before: str) -> int:
+    """When a resumed scratch copy's tests differ from those its verdicts were reached with
+    (``before``, their :func:`tests_fingerprint`), clear its survived and no-tests verdicts
+    and mutmut's record of which tests reach which function (``mutmut-stats.json``, collected
+    again on the next run): otherwise the old survivors would stand, never run against the
+    new tests. Returns the verdicts cleared (0 when the tests are unchanged)."""
+    if before == tests_fingerprint(work):
+        return 0
+    count = 0
+    for meta in (work / "mutants").rglob("*.meta"):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        codes = data.get("exit_code_by_key", {})
+        stale = [k for k, code in codes.items() if code in KEPT_WHILE_TESTS_UNCHANGED]
+        for key in stale:
+            codes[key] = None
+        if stale:
+            meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
+            count += len(stale)
+    (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    return count
+
+
 #: Verdicts kept in ``verdicts/MODULE.json`` (committed) so a run too long for one sitting goes
 #: on in a new checkout: killed, a segfault, caught by a type check (they stand while the
 #: function's code is unchanged), survived and no tests (they stand while the tests are also
@@ -301,6 +323,8 @@ def prepare(module: str, target: dict[str, list[str]], messages: bool,
             print(f"    the map of {module} changed: the scratch copy's verdicts saved, "
                   "and a new copy seeded from them", flush=True)
     seed = resume and not any((work / "mutants").rglob("*.meta"))
+    before = (tests_fingerprint(work) if resume and not seed
+              and (work / "pyproject.toml").exists() else None)
     for part in ("src", "data", "tests"):
         if (work / part).exists():
             shutil.rmtree(work / part)
@@ -312,6 +336,11 @@ def prepare(module: str, target: dict[str, list[str]], messages: bool,
     with (work / "tests" / "conftest.py").open("a", encoding="utf-8") as conftest:
         conftest.write(FRESH_CACHES)
     (work / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    if before is not None:
+        cleared = forget_survivors_on_new_tests(work, before)
+        if cleared:
+            print(f"    the tests changed: {cleared} survivors run again against them",
+                  flush=True)
     if seed:  # no scratch copy to carry on from (a new checkout): the committed verdicts
         print(f"    {restore_verdicts(module, work)} verdicts restored from "
               f"{(VERDICT_DIR / f'{module}.json').relative_to(ROOT)}", flush=True)

@@ -72,3 +72,22 @@ def test_a_resume_under_a_new_map_saves_the_scratch_verdicts_and_starts_a_new_co
     assert not work.exists()
     record = json.loads((tmp_path / "verdicts" / "zero.json").read_text(encoding="utf-8"))
     assert record["verdicts"] == {"killed": 1, "survived": 1, "no_tests": 1, "other": 0}
+
+
+def test_a_resume_with_changed_tests_runs_the_survivors_again(tmp_path):
+    """A resumed scratch copy whose tests changed forgets its survived and no-tests verdicts
+    and mutmut's test map (so the new tests reach the old survivors); kills stand. With the
+    tests unchanged nothing is cleared."""
+    work = _scratch(tmp_path / "work", "def test_a(): pass\n")
+    stats = work / "mutants" / "mutmut-stats.json"
+    stats.write_text("{}", encoding="utf-8")
+    same = mutate.tests_fingerprint(work)
+    assert mutate.forget_survivors_on_new_tests(work, same) == 0 and stats.exists()
+    (work / "tests" / "test_x.py").write_text("def test_b(): pass\n", encoding="utf-8")
+    assert mutate.forget_survivors_on_new_tests(work, same) == 2
+    meta = json.loads((work / "mutants" / "src" / "scaleout" / "zero.py.meta")
+                      .read_text(encoding="utf-8"))["exit_code_by_key"]
+    assert meta == {"scaleout.zero.x_f__mutmut_1": 1, "scaleout.zero.x_f__mutmut_2": None,
+                    "scaleout.zero.x_f__mutmut_3": -24, "scaleout.zero.x_f__mutmut_4": None,
+                    "scaleout.zero.xǁCǁm__mutmut_1": None}
+    assert not stats.exists()

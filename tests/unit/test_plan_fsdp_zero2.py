@@ -170,3 +170,33 @@ def test_without_pipelining_the_deferred_sync_changes_nothing():
     for stage in (2, 3):
         a, b = _run(titan, zero_stage=stage, **flat), _run(off, zero_stage=stage, **flat)
         assert a.step == b.step and a.memory == b.memory
+
+
+def test_the_deferred_sync_holds_a_mixture_of_experts_whole_too():
+    """The experts' gradients are held whole in float32 as the rest are: twice the 2-byte
+    gradients of plain data parallelism, experts and all (Qwen3-30B-A3B, EP 8, two stages)."""
+    titan = plan.framework("torchtitan")
+    moe = plan.Plan(tp=1, pp=2, dp=8, ep=8, micro_batch=1, global_batch=64, zero_stage=2,
+                    recompute="full", seq_len=4096)
+
+    def memory(stage):
+        return plan.evaluate("qwen3-30b-a3b", "H100", dataclasses.replace(moe, zero_stage=stage),
+                             framework=titan).memory
+
+    plain = memory(0)
+    for stage in (2, 3):
+        held = memory(stage)
+        assert held["grads"] == pytest.approx(2 * plain["grads"], rel=1e-12)
+        assert held["weights"] == pytest.approx(plain["weights"], rel=1e-12)
+
+
+def test_which_plans_defer_their_sync():
+    """One flag per plan: two or more stages and ZeRO-2 or 3, under a framework that defers;
+    none under one that does not."""
+    pp, zero = np.array([1, 2, 2, 2, 4]), np.array([3, 1, 2, 3, 2])
+    x = SimpleNamespace(pp=pp, zero_stage=zero)
+    on = SimpleNamespace(framework=SimpleNamespace(pp_defers_grad_sync=True))
+    off = SimpleNamespace(framework=SimpleNamespace(pp_defers_grad_sync=False))
+    assert step.deferred_grad_sync(on, x).tolist() == [False, False, True, True, True]
+    got = step.deferred_grad_sync(off, x)
+    assert got.dtype == bool and got.tolist() == [False] * 5

@@ -879,10 +879,10 @@ def _model_state(ctx: Context, x: _Shape, dense: np.ndarray, experts: np.ndarray
     deferred = deferred_grad_sync(ctx, x)
     stage = np.where(deferred, 1, x.zero_stage)
     w, g, o = memory.model_state_arrays(dense, stage, x.shard * x.cp, ctx.recipe)
-    g = np.where(deferred, np.asarray(dense, dtype=float) * ACCUMULATED_GRAD_BYTES, g)
+    g = np.where(deferred, dense * ACCUMULATED_GRAD_BYTES, g)
     if ctx.experts is not None:
         we, ge, oe = memory.model_state_arrays(experts, stage, x.edp, ctx.recipe)
-        ge = np.where(deferred, np.asarray(experts, dtype=float) * ACCUMULATED_GRAD_BYTES, ge)
+        ge = np.where(deferred, experts * ACCUMULATED_GRAD_BYTES, ge)
         w, g, o = w + we, g + ge, o + oe
     return w, g, o
 
