@@ -199,11 +199,15 @@ def test_the_full_table_with_a_made_up_cross_validation(monkeypatch):
     summary rows (all held out: 5, 5, 40, mean 16.7, worst 40; the dense 16-bit ones are Paper
     B's two, MoE / FP8 / CP Paper C's one); after a blank line the runs left out, grouped by
     source and by the reason after the run's name (two NVFP4 rows under one line, the MXFP4
-    row apart: the reason keeps the precision it names)."""
+    row apart: the reason keeps the precision it names); then the layouts the memory model
+    puts above their HBM (one of the two made-up checks)."""
     cv = _made_up()
     monkeypatch.setattr(validation, "cross_validation", lambda calibration=None: cv)
     monkeypatch.setattr(validation, "validate", lambda calibration=None, sources=None:
                         cv.fitted + cv.held_out)
+    monkeypatch.setattr(validation, "memory_checks", lambda sources=None: [
+        validation.MemoryCheck("Paper B", "b1", "H100", 60.0, 80.0),
+        validation.MemoryCheck("Paper B", "b2", "H100", 88.0, 80.0)])
     lines = validation.validation_table().splitlines()
     start = lines.index("Cross-validation (constant baseline: one MFU of 40.0% for every run, "
                         "fitted to the same training sources)")
@@ -230,7 +234,11 @@ def test_the_full_table_with_a_made_up_cross_validation(monkeypatch):
         "Not predicted: 4 runs the planner cannot represent yet, by reason:",
         "    2 × Megatron Bridge 26.02 (dense, MoE, FP8, CP): NVFP4: no recipe for it",
         "    1 × Megatron Bridge 26.02 (dense, MoE, FP8, CP): MXFP4: no recipe for it",
-        "    1 × MegaScale 2024, Table 2 (Megatron-LM rows): no iteration time"]
+        "    1 × MegaScale 2024, Table 2 (Megatron-LM rows): no iteration time",
+        "",
+        "Memory: the planner's model puts 1 of the 2 published layouts above their GPU's HBM, "
+        "though every one ran (where it is pessimistic):",
+        "  b2     88.0 of 80.0 GiB (110.0%)"]
 
 
 def test_the_bridge_reader_writes_a_reason_that_itself_holds_a_colon():

@@ -69,7 +69,8 @@ The package
 ``search``         every valid plan at once: :func:`search`, :class:`SearchResult`
 ``explain``        why the best plan wins, in sentences
 ``published``      published training runs as cases (model, layout, framework, quantity)
-``validation``     :func:`validate`, :func:`fit_calibration`, :func:`cross_validation`
+``validation``     :func:`validate`, :func:`fit_calibration`, :func:`cross_validation`,
+                   :func:`step_gaps`, :func:`memory_checks`
 =================  ==========================================================
 
 Taught in ``notebooks/08_3d_parallelism_planner.ipynb``.
@@ -96,10 +97,12 @@ from .step import (
 )
 from .validation import (
     CrossValidation,
+    MemoryCheck,
     StepGap,
     ValidationRow,
     cross_validation,
     fit_calibration,
+    memory_checks,
     scaling_series,
     step_gaps,
     validate,
@@ -124,6 +127,7 @@ __all__ = [
     "Calibration",
     "CrossValidation",
     "Framework",
+    "MemoryCheck",
     "NoPlanError",
     "Plan",
     "PlanResult",
@@ -139,6 +143,7 @@ __all__ = [
     "fit_calibration",
     "framework",
     "framework_names",
+    "memory_checks",
     "plan_from_arrays",
     "scaling_series",
     "search",

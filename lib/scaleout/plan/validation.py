@@ -28,13 +28,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import compute
+from ..units import GIB
 from .calibration import DEFAULT_CALIBRATION, Calibration
 from .evaluate import evaluate
 from .published import TRAINING, Case, cases, source_title
 
-__all__ = ["CrossValidation", "StepGap", "ValidationRow", "baseline_rows", "cross_validation",
-           "fit_baseline", "fit_calibration", "scaling_series", "step_gaps", "validate",
-           "validation_summary", "validation_table"]
+__all__ = ["CrossValidation", "MemoryCheck", "StepGap", "ValidationRow", "baseline_rows",
+           "cross_validation", "fit_baseline", "fit_calibration", "memory_checks",
+           "scaling_series", "step_gaps", "validate", "validation_summary", "validation_table"]
 
 #: The grid each calibration number moves on when fitted (coordinate descent from the shipped
 #: values: a few dozen evaluations of the training set instead of the whole product).
@@ -177,6 +178,49 @@ def step_gaps(calibration: Calibration | None = None, sources: Iterable[str] | N
         out.append(StepGap(source_title(case.source), case.label, case.gpu, case.plan.recompute,
                            _published_step_s(case), _published_step_s(predicted), case.source,
                            case.mechanisms))
+    return out
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    """A published layout's memory on its fullest GPU by the planner's model, against that
+    GPU's HBM.
+
+    Every published run ran, so its layout fit: one the model puts above its HBM shows where
+    the memory model is pessimistic (a reserve larger than the run kept, activations the
+    framework freed or never stored, fewer micro-batches in flight than the schedule's
+    count). ``predicted_gib`` is :attr:`~scaleout.plan.PlanResult.memory_bytes` (the reserve
+    included), ``activations_gib`` its stored activations, ``capacity_gib`` the GPU's HBM."""
+
+    table: str
+    case: str
+    gpu: str
+    predicted_gib: float
+    capacity_gib: float
+    source: str = ""
+    activations_gib: float = 0.0
+
+    @property
+    def fits(self) -> bool:
+        """Whether the model keeps the layout within HBM, as the run did."""
+        return self.predicted_gib <= self.capacity_gib
+
+    @property
+    def share(self) -> float:
+        """The model's memory as a share of HBM (above 1: it says the run could not fit)."""
+        return self.predicted_gib / self.capacity_gib
+
+
+def memory_checks(sources: Iterable[str] | None = None) -> list[MemoryCheck]:
+    """Each published run's layout (of ``sources``; all by default) as a :class:`MemoryCheck`,
+    with the framework preset and recipe that ran it."""
+    out = []
+    for case in _selected(sources):
+        r = evaluate(case.model, case.gpu, case.plan, case.network, framework=case.framework,
+                     recipe=case.recipe)
+        out.append(MemoryCheck(source_title(case.source), case.label, case.gpu,
+                               r.memory_bytes / GIB, r.capacity_bytes / GIB, case.source,
+                               r.memory["activations"] / GIB))
     return out
 
 
@@ -400,7 +444,21 @@ def validation_table(rows: Sequence[ValidationRow] | None = None) -> str:
                 reason = rest.split(": ", 1)[-1]
                 reasons[f"{source}: {reason}"] = reasons.get(f"{source}: {reason}", 0) + 1
             out += [f"  {count:>3} × {reason}" for reason, count in reasons.items()]
+        out += ["", *_memory_lines(memory_checks())]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _memory_lines(checks: Sequence[MemoryCheck]) -> list[str]:
+    """The layouts the memory model puts above their HBM, fullest first (for the table)."""
+    over = sorted((c for c in checks if not c.fits), key=lambda c: -c.share)
+    if not over:
+        return [f"Memory: every one of the {len(checks)} published layouts fits its GPU by the "
+                "planner's memory model, as it did when it ran."]
+    width = max(len(c.case) for c in over)
+    return [f"Memory: the planner's model puts {len(over)} of the {len(checks)} published "
+            "layouts above their GPU's HBM, though every one ran (where it is pessimistic):",
+            *(f"  {c.case:<{width}}  {c.predicted_gib:>7,.1f} of {c.capacity_gib:,.1f} GiB "
+              f"({c.share:.1%})" for c in over)]
 
 
 def scaling_series(source: str = "narayanan2021_table2_zero3",
