@@ -30,7 +30,7 @@ import numpy as np
 from .. import compute
 from ..units import GIB
 from .calibration import DEFAULT_CALIBRATION, Calibration
-from .evaluate import evaluate
+from .evaluate import PlanResult, evaluate
 from .published import TRAINING, Case, cases, source_title
 
 __all__ = ["CrossValidation", "MemoryCheck", "StepGap", "ValidationRow", "baseline_rows",
@@ -115,11 +115,15 @@ def _selected(sources: Iterable[str] | None) -> list[Case]:
     return [c for c in every if c.source in wanted]
 
 
+def _evaluate(case: Case, cal: Calibration | None = None) -> PlanResult:
+    """``case``'s layout evaluated as it ran: its GPU, network, framework preset and recipe."""
+    return evaluate(case.model, case.gpu, case.plan, case.network, calibration=cal,
+                    framework=case.framework, recipe=case.recipe)
+
+
 def _predicted(case: Case, cal: Calibration) -> float:
     """The planner's prediction of ``case``, in the case's own quantity."""
-    r = evaluate(case.model, case.gpu, case.plan, case.network, calibration=cal,
-                 framework=case.framework, recipe=case.recipe)
-    return case.predict(r)
+    return case.predict(_evaluate(case, cal))
 
 
 def validate(calibration: Calibration | None = None, sources: Iterable[str] | None = None
@@ -216,8 +220,7 @@ def memory_checks(sources: Iterable[str] | None = None) -> list[MemoryCheck]:
     with the framework preset and recipe that ran it."""
     out = []
     for case in _selected(sources):
-        r = evaluate(case.model, case.gpu, case.plan, case.network, framework=case.framework,
-                     recipe=case.recipe)
+        r = _evaluate(case)
         out.append(MemoryCheck(source_title(case.source), case.label, case.gpu,
                                r.memory_bytes / GIB, r.capacity_bytes / GIB, case.source,
                                r.memory["activations"] / GIB))
@@ -474,10 +477,9 @@ def scaling_series(source: str = "narayanan2021_table2_zero3",
         raise ValueError(f"source={source!r} has no runs the planner can predict")
     rows: dict[str, list[tuple[int, float, float]]] = {}
     for case in chosen:
-        r = evaluate(case.model, case.gpu, case.plan, case.network, calibration=cal,
-                     framework=case.framework, recipe=case.recipe)
         key = f"{case.model.name}, {case.framework}"
-        rows.setdefault(key, []).append((case.plan.n_gpus, case.published, case.predict(r)))
+        rows.setdefault(key, []).append((case.plan.n_gpus, case.published,
+                                         _predicted(case, cal)))
     out = {}
     for key, points in rows.items():
         points.sort()
