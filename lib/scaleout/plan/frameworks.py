@@ -399,9 +399,8 @@ _TORCHTITAN = Framework(
     "torchtitan", "torchtitan (FSDP2 + TP + PP, 2024-25)",
     grad_bucket_bytes=None, grad_overlap=True, zero3_unit="layer", zero3_prefetch=1,
     zero2_per_unit=True, pp_defers_grad_sync=True, zero_stages=(0, 2, 3), max_zero_with_pp=3,
-    tp_overlap=False,
-    p2p_overlap=False,
-    hybrid_shard=True, cp_variant="ring", expert_parallel=True, sac_every_other_matmul=True,
+    tp_overlap=False, p2p_overlap=False, hybrid_shard=True, cp_variant="ring",
+    expert_parallel=True, sac_every_other_matmul=True,
     sources={
         "sac_every_other_matmul": "torchtitan/parallelisms/parallelize_llama.py @ 4d88a8a4 "
                                   "(2024-12-03): activation_checkpoint.mode='selective', "
