@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,20 +162,26 @@ def importers(module: str) -> set[str]:
 VERDICTS = {0, 1, 3, 5, 33, 34, 36, 37, -24, 24, 152, 255, -11, -9}
 
 
-def forget_interrupted(work: Path) -> int:
-    """Clear the results of mutants a stopped run left without a verdict, so that a resumed
-    run tests them; returns how many."""
+def _clear_verdicts(work: Path, stale: Callable[[int | None], bool]) -> int:
+    """Set to None (to be run again) every verdict of ``work``'s mutants that ``stale``
+    picks; returns how many."""
     count = 0
     for meta in (work / "mutants").rglob("*.meta"):
         data = json.loads(meta.read_text(encoding="utf-8"))
         codes = data.get("exit_code_by_key", {})
-        stale = [k for k, code in codes.items() if code is not None and code not in VERDICTS]
-        for key in stale:
+        keys = [k for k, code in codes.items() if stale(code)]
+        for key in keys:
             codes[key] = None
-        if stale:
+        if keys:
             meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
-            count += len(stale)
+            count += len(keys)
     return count
+
+
+def forget_interrupted(work: Path) -> int:
+    """Clear the results of mutants a stopped run left without a verdict, so that a resumed
+    run tests them; returns how many."""
+    return _clear_verdicts(work, lambda code: code is not None and code not in VERDICTS)
 
 
 def forget_survivors_on_new_tests(work: Path, before: str) -> int:
@@ -185,16 +192,7 @@ def forget_survivors_on_new_tests(work: Path, before: str) -> int:
     new tests. Returns the verdicts cleared (0 when the tests are unchanged)."""
     if before == tests_fingerprint(work):
         return 0
-    count = 0
-    for meta in (work / "mutants").rglob("*.meta"):
-        data = json.loads(meta.read_text(encoding="utf-8"))
-        codes = data.get("exit_code_by_key", {})
-        stale = [k for k, code in codes.items() if code in KEPT_WHILE_TESTS_UNCHANGED]
-        for key in stale:
-            codes[key] = None
-        if stale:
-            meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
-            count += len(stale)
+    count = _clear_verdicts(work, lambda code: code in KEPT_WHILE_TESTS_UNCHANGED)
     (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     return count
 
