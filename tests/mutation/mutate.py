@@ -197,6 +197,27 @@ def forget_survivors_on_new_tests(work: Path, before: str) -> int:
     return count
 
 
+def source_fingerprint(work: Path) -> str:
+    """A hash of the library a scratch copy mutates (every file under ``src/``)."""
+    digest = hashlib.sha256()
+    for path in sorted((work / "src").rglob("*.py")):
+        digest.update(str(path.relative_to(work)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def forget_test_map_on_new_source(work: Path, before: str) -> bool:
+    """When a resumed scratch copy's library changed (``before``: its
+    :func:`source_fingerprint`), drop mutmut's record of which tests reach which function:
+    a function added since has no entry there, and mutmut would call its mutants "no tests".
+    Verdicts stand (mutmut re-tests a changed function by its hash). Returns whether it
+    dropped the record."""
+    if before == source_fingerprint(work):
+        return False
+    (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    return True
+
+
 #: Verdicts kept in ``verdicts/MODULE.json`` (committed) so a run too long for one sitting goes
 #: on in a new checkout: killed, a segfault, caught by a type check (they stand while the
 #: function's code is unchanged), survived and no tests (they stand while the tests are also
@@ -321,8 +342,9 @@ def prepare(module: str, target: dict[str, list[str]], messages: bool,
             print(f"    the map of {module} changed: the scratch copy's verdicts saved, "
                   "and a new copy seeded from them", flush=True)
     seed = resume and not any((work / "mutants").rglob("*.meta"))
-    before = (tests_fingerprint(work) if resume and not seed
-              and (work / "pyproject.toml").exists() else None)
+    carry_on = resume and not seed and (work / "pyproject.toml").exists()
+    before = tests_fingerprint(work) if carry_on else None
+    before_src = source_fingerprint(work) if carry_on else None
     for part in ("src", "data", "tests"):
         if (work / part).exists():
             shutil.rmtree(work / part)
@@ -339,6 +361,9 @@ def prepare(module: str, target: dict[str, list[str]], messages: bool,
         if cleared:
             print(f"    the tests changed: {cleared} survivors run again against them",
                   flush=True)
+        elif forget_test_map_on_new_source(work, before_src):
+            print("    the library changed: mutmut's map of tests to functions is collected "
+                  "again", flush=True)
     if seed:  # no scratch copy to carry on from (a new checkout): the committed verdicts
         print(f"    {restore_verdicts(module, work)} verdicts restored from "
               f"{(VERDICT_DIR / f'{module}.json').relative_to(ROOT)}", flush=True)

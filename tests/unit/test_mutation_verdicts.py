@@ -91,3 +91,22 @@ def test_a_resume_with_changed_tests_runs_the_survivors_again(tmp_path):
                     "scaleout.zero.x_f__mutmut_3": -24, "scaleout.zero.x_f__mutmut_4": None,
                     "scaleout.zero.xǁCǁm__mutmut_1": None}
     assert not stats.exists()
+
+
+def test_a_resume_with_a_changed_library_collects_the_test_map_again(tmp_path):
+    """A function added since the last run has no entry in mutmut's map of tests to
+    functions: when the library changed, the map is dropped (to be collected again) and the
+    verdicts stand; with the library unchanged the map stays."""
+    work = _scratch(tmp_path / "work", "def test_a(): pass\n")
+    (work / "src").mkdir()
+    (work / "src" / "m.py").write_text("def f(): return 1\n", encoding="utf-8")
+    stats = work / "mutants" / "mutmut-stats.json"
+    stats.write_text("{}", encoding="utf-8")
+    same = mutate.source_fingerprint(work)
+    assert not mutate.forget_test_map_on_new_source(work, same) and stats.exists()
+    (work / "src" / "m.py").write_text("def f(): return 1\ndef g(): return 2\n",
+                                       encoding="utf-8")
+    assert mutate.forget_test_map_on_new_source(work, same) and not stats.exists()
+    meta = json.loads((work / "mutants" / "src" / "scaleout" / "zero.py.meta")
+                      .read_text(encoding="utf-8"))["exit_code_by_key"]
+    assert meta["scaleout.zero.x_f__mutmut_2"] == 0  # a survivor stands
