@@ -394,8 +394,7 @@ def test_preset_rows_say_each_presets_switches_in_words():
     hai = rows["deepseek-hai-llm"]
     assert (hai["overlapped"], hai["schedule"], hai["ZeRO-3 gathers"]) == (
         "pipeline sends, MoE all-to-all", "DualPipe", "—")
-    assert rows["torchtitan"]["with pipelining"] == ("up to ZeRO-3, gathered and reduced once "
-                                                     "a step")
+    assert rows["torchtitan"]["with pipelining"] == "up to ZeRO-3, synced once a step"
     # DeepSpeed of 2021: one 1F1B schedule, whole-layer checkpoints, no sequence parallelism;
     # Composer's FSDP of 2022-23: data parallelism alone
     assert (ds["layouts"], ds["recompute"]) == ("TP, PP", "none, full")

@@ -596,7 +596,7 @@ def preset_rows() -> list[dict[str, str]]:
                                if 3 in f.zero_stages else "—"),
             "ZeRO stages": ", ".join(map(str, f.zero_stages)),
             "with pipelining": (f"up to ZeRO-{f.max_zero_with_pp}"
-                                + (", gathered and reduced once a step"
+                                + (", synced once a step"
                                    if f.pp_defers_grad_sync else "")
                                 if f.max_zero_with_pp else "no ZeRO"),
             "hybrid sharding": "yes" if f.hybrid_shard else "no",
